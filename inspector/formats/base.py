@@ -1,0 +1,249 @@
+"""The parser protocol every input format implements.
+
+A parser is fed bytes chunk by chunk (a whole file, or a live file as it grows) and returns
+events. It never raises on bad data: what it cannot read becomes a ``ParseIssue`` with the file,
+line, byte offset, reason and an excerpt. Parsers of line-oriented formats derive from
+``LineParser``, which splits lines, tracks offsets and line numbers, holds a partial last line
+until it is complete, skips over-long lines with bounded memory and flags invalid UTF-8.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from typing import Any, ClassVar
+
+import orjson
+
+from inspector.core.model import Event, Message, MessageAdded, ParseIssue, SourceSpan
+
+EXCERPT_CHARS = 120
+DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
+
+
+def excerpt(data: bytes | str, limit: int = EXCERPT_CHARS) -> str:
+    """A short, printable excerpt of a bad record (control characters made visible)."""
+    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+    text = text[:limit]
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
+class Parser(ABC):
+    """Turns the bytes of one input into events, incrementally."""
+
+    format_name: ClassVar[str] = ""
+
+    def __init__(self, source: int = 0, path: str = "") -> None:
+        self.source = source
+        self.path = path
+
+    @abstractmethod
+    def feed(self, data: bytes) -> list[Event]:
+        """Consume the next bytes of the input; return the events now complete."""
+
+    @abstractmethod
+    def finish(self) -> list[Event]:
+        """The input has ended (or is saved and complete): flush whatever is held."""
+
+    def reset(self) -> None:
+        """The input was truncated or replaced: start again from its first byte."""
+        self.__init__(self.source, self.path)  # type: ignore[misc]
+
+    def messages_at(self, data: bytes, span: SourceSpan) -> list[Message]:
+        """Re-read the messages recorded at ``span`` (``data`` holds exactly its bytes).
+
+        Used to read bodies back lazily. The default parses the record with a fresh parser.
+        """
+        fresh = type(self)(self.source, self.path)
+        events = [*fresh.feed(data + b"\n"), *fresh.finish()]
+        return [e.message for e in events if isinstance(e, MessageAdded)]
+
+    def issue(self, span: SourceSpan, reason: str, raw: bytes | str = b"") -> ParseIssue:
+        return ParseIssue(
+            file=self.path,
+            line=span.line,
+            offset=span.offset,
+            reason=reason,
+            excerpt=excerpt(raw),
+            span=span,
+        )
+
+
+class LineParser(Parser):
+    """A parser for inputs made of lines (JSON Lines, log files)."""
+
+    max_line_bytes: ClassVar[int] = DEFAULT_MAX_LINE_BYTES
+
+    def __init__(self, source: int = 0, path: str = "") -> None:
+        super().__init__(source, path)
+        self._offset = 0  # absolute offset of the first byte not yet consumed into a line
+        self._line_no = 0
+        self._pending: list[bytes] = []  # pieces of the partial last line
+        self._pending_len = 0
+        self._skipping = False  # inside an over-long line that is being skipped
+
+    # -- line splitting -------------------------------------------------------------------
+
+    def feed(self, data: bytes) -> list[Event]:
+        out: list[Event] = []
+        start = 0
+        find = data.find
+        while True:
+            nl = find(b"\n", start)
+            if nl < 0:
+                break
+            piece = data[start:nl]
+            if self._pending or self._skipping:
+                self._hold(piece)
+                line = b"".join(self._pending)
+                length = self._pending_len
+                skipped = self._skipping
+                self._pending = []
+                self._pending_len = 0
+                self._skipping = False
+            else:
+                line, length, skipped = piece, len(piece), False
+            self._emit_line(line, length, skipped, out)
+            self._offset += length + 1
+            start = nl + 1
+        if start < len(data):
+            self._hold(data[start:])
+        return out
+
+    def finish(self) -> list[Event]:
+        out: list[Event] = []
+        if self._pending or self._skipping:
+            line = b"".join(self._pending)
+            length = self._pending_len
+            skipped = self._skipping
+            self._pending = []
+            self._pending_len = 0
+            self._skipping = False
+            self._emit_line(line, length, skipped, out)
+            self._offset += length
+        out.extend(self.end_of_input())
+        return out
+
+    @property
+    def held_bytes(self) -> int:
+        """Bytes of an incomplete last line being held back."""
+        return self._pending_len
+
+    def _hold(self, piece: bytes) -> None:
+        self._pending_len += len(piece)
+        if self._skipping:
+            return
+        if self._pending_len > self.max_line_bytes:
+            self._pending = []
+            self._skipping = True
+            return
+        self._pending.append(piece)
+
+    def _emit_line(self, line: bytes, length: int, skipped: bool, out: list[Event]) -> None:
+        self._line_no += 1
+        span = SourceSpan(
+            source=self.source, offset=self._offset, length=length, line=self._line_no
+        )
+        if skipped:
+            out.append(
+                self.issue(
+                    span,
+                    f"line too long ({length} bytes, limit {self.max_line_bytes}); skipped",
+                )
+            )
+            return
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        if not line.strip():
+            return
+        try:
+            out.extend(self.parse_line(line, span))
+        except Exception as exc:  # a parser bug must not lose the rest of the file
+            out.append(self.issue(span, f"unreadable record ({type(exc).__name__}: {exc})", line))
+
+    # -- hooks for subclasses -------------------------------------------------------------
+
+    @abstractmethod
+    def parse_line(self, line: bytes, span: SourceSpan) -> Iterable[Event]:
+        """Turn one complete, non-blank line (without its newline) into events."""
+
+    def end_of_input(self) -> Iterable[Event]:
+        """Events that can only be produced once the input has ended (e.g. pending groups)."""
+        return ()
+
+    def load_json(self, line: bytes, span: SourceSpan, out: list[Event]) -> Any:
+        """Parse a JSON line; on failure append a ParseIssue and return None.
+
+        Invalid UTF-8 is replaced (and flagged) rather than rejected.
+        """
+        try:
+            return orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError:
+                text = line.decode("utf-8", "replace")
+                try:
+                    value = orjson.loads(text)
+                except orjson.JSONDecodeError:
+                    pass
+                else:
+                    out.append(self.issue(span, "invalid UTF-8 replaced with U+FFFD", line))
+                    return value
+            out.append(self.issue(span, f"not valid JSON ({exc.msg})", line))
+            return None
+
+
+def decode_text(line: bytes, parser: Parser, span: SourceSpan, out: list[Event]) -> str:
+    """Decode a text line; invalid UTF-8 is replaced and flagged as a parse issue."""
+    try:
+        return line.decode("utf-8")
+    except UnicodeDecodeError:
+        out.append(parser.issue(span, "invalid UTF-8 replaced with U+FFFD", line))
+        return line.decode("utf-8", "replace")
+
+
+class DocumentParser(Parser):
+    """A parser for inputs that are one JSON document: bytes are held until the input ends."""
+
+    max_document_bytes: ClassVar[int] = 1024 * 1024 * 1024
+
+    def __init__(self, source: int = 0, path: str = "") -> None:
+        super().__init__(source, path)
+        self._chunks: list[bytes] = []
+        self._size = 0
+
+    def feed(self, data: bytes) -> list[Event]:
+        self._size += len(data)
+        if self._size <= self.max_document_bytes:
+            self._chunks.append(data)
+        return []
+
+    def finish(self) -> list[Event]:
+        span = SourceSpan(source=self.source, offset=0, length=self._size, line=1)
+        if self._size > self.max_document_bytes:
+            return [self.issue(span, f"document too large ({self._size} bytes); not read")]
+        data = b"".join(self._chunks)
+        self._chunks = []
+        out: list[Event] = []
+        if not data.strip():
+            return out
+        value = _load_document(data, self, span, out)
+        if value is not None:
+            out.extend(self.parse_document(value, span))
+        return out
+
+    @abstractmethod
+    def parse_document(self, value: Any, span: SourceSpan) -> Iterable[Event]:
+        """Turn the parsed document into events."""
+
+
+def _load_document(data: bytes, parser: Parser, span: SourceSpan, out: list[Event]) -> Any:
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        try:
+            return orjson.loads(data.decode("utf-8", "replace"))
+        except orjson.JSONDecodeError:
+            out.append(parser.issue(span, f"not valid JSON ({exc.msg})", data[:200]))
+            return None
