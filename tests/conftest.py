@@ -1,0 +1,57 @@
+"""Shared test setup: no network, ever; paths to our fixtures and to the shared corpus."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).parent / "data"
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+
+
+class NetworkBlocked(RuntimeError):
+    pass
+
+
+@pytest.fixture(autouse=True)
+def _no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Any attempt to reach another host fails loudly; loopback stays allowed for local servers."""
+    real_connect = socket.socket.connect
+
+    def guarded(self: socket.socket, address: object) -> object:
+        host = address[0] if isinstance(address, tuple) else address
+        if isinstance(host, str) and (
+            host.startswith("127.") or host in {"localhost", "::1"} or host.startswith("/")
+        ):
+            return real_connect(self, address)  # type: ignore[arg-type]
+        if self.family == socket.AF_UNIX:
+            return real_connect(self, address)  # type: ignore[arg-type]
+        raise NetworkBlocked(f"tests never touch the network (tried {address!r})")
+
+    monkeypatch.setattr(socket.socket, "connect", guarded)
+    monkeypatch.setattr(socket, "getaddrinfo", _no_dns(socket.getaddrinfo))
+    yield
+
+
+def _no_dns(real):  # type: ignore[no-untyped-def]
+    def guarded(host, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if host in {None, "localhost", "127.0.0.1", "::1"} or str(host).startswith("127."):
+            return real(host, *args, **kwargs)
+        raise NetworkBlocked(f"tests never touch the network (tried to resolve {host!r})")
+
+    return guarded
+
+
+@pytest.fixture
+def data_dir() -> Path:
+    return DATA
+
+
+@pytest.fixture
+def corpus() -> Path:
+    if not CORPUS.is_dir():
+        pytest.skip(f"the shared corpus is not at {CORPUS}; real-sample tests skipped")
+    return CORPUS
