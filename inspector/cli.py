@@ -1,0 +1,186 @@
+"""Command line: parse arguments, build the profile, run a headless command.
+
+Headless commands never import Textual. Errors the user can act on are printed as one line on
+stderr with exit code 2; nothing else is caught here, so a real bug still shows its traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from inspector import __version__
+from inspector.errors import InspectorError
+
+COMMANDS = ("stats", "profiles", "formats", "demo")
+
+
+def _common_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--profile", "-p", help="agent profile (see `ctx-inspect profiles`)")
+    parser.add_argument("--config", "-c", type=Path, help="TOML file overriding profile settings")
+    parser.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one profile setting (repeatable)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ctx-inspect",
+        description="See, replay and tune the context window of LLM agents.",
+    )
+    parser.add_argument("--version", action="version", version=f"ctx-inspect {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    stats = sub.add_parser("stats", help="summarise a session's context usage (headless)")
+    stats.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    _common_options(stats)
+    stats.add_argument("--format", "-F", dest="format_name", help="force an input format")
+    stats.add_argument("--json", action="store_true", help="print one JSON object per file")
+    stats.add_argument(
+        "--no-exact",
+        action="store_true",
+        help="skip exact token counting (use reported figures and the profile's estimate)",
+    )
+
+    profiles = sub.add_parser("profiles", help="list agent profiles and their settings")
+    _common_options(profiles)
+    profiles.add_argument("--json", action="store_true")
+
+    formats = sub.add_parser("formats", help="list the input formats ctx-inspect reads")
+    formats.add_argument("--json", action="store_true")
+
+    demo = sub.add_parser("demo", help="run the built-in example session")
+    _common_options(demo)
+    demo.add_argument("--json", action="store_true")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list and not args_list[0].startswith("-") and args_list[0] not in COMMANDS:
+        # `ctx-inspect FILE ...` opens the files; headless until the dashboard is started.
+        args_list = ["stats", *args_list]
+    parser = build_parser()
+    args = parser.parse_args(args_list)
+    if args.command is None:
+        args = parser.parse_args(["demo"])
+    try:
+        if args.command == "stats":
+            return _stats(args)
+        if args.command == "profiles":
+            return _profiles(args)
+        if args.command == "formats":
+            return _formats(args)
+        return _demo(args)
+    except InspectorError as exc:
+        print(f"ctx-inspect: {exc.one_line()}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+def _stats(args: argparse.Namespace) -> int:
+    from inspector.config import build_profile
+    from inspector.core.stats import RunFacts, summarize
+    from inspector.loader import load_session, resolve_format
+
+    results = []
+    for path in args.files:
+        spec = resolve_format(path, args.format_name)
+        profile = build_profile(args.profile, args.config, args.sets, default=spec.default_profile)
+        loaded = load_session(path, profile, format_spec=spec, count_exact=not args.no_exact)
+        summary = summarize(
+            loaded.session,
+            profile,
+            RunFacts(path=str(path), format=spec.name, tokenizer=loaded.tokenizer_label),
+        )
+        results.append(summary)
+    _emit(results, args.json, _render_stats)
+    return 0
+
+
+def _emit(results: list[dict[str, Any]], as_json: bool, render: Any) -> None:
+    if as_json:
+        for result in results:
+            sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
+        return
+    from inspector.render import console
+
+    out = console()
+    for i, result in enumerate(results):
+        if i:
+            out.print()
+        render(out, result)
+
+
+def _render_stats(out: Any, summary: dict[str, Any]) -> None:
+    from inspector.render import render_stats
+
+    render_stats(out, summary)
+
+
+def _profiles(args: argparse.Namespace) -> int:
+    from inspector.config import build_profile
+    from inspector.core.profiles import PROFILE_NAMES
+
+    names = [args.profile] if args.profile else list(PROFILE_NAMES)
+    rows = [build_profile(name, args.config, args.sets).settings() for name in names]
+    if args.json:
+        sys.stdout.write(json.dumps(rows, ensure_ascii=False, default=str) + "\n")
+        return 0
+    from inspector.render import console, render_profiles
+
+    render_profiles(console(), rows)
+    return 0
+
+
+def _formats(args: argparse.Namespace) -> int:
+    from inspector.formats.registry import all_formats
+
+    rows = [
+        {"name": f.name, "description": f.description, "reads": f.reads,
+         "default_profile": f.default_profile}
+        for f in all_formats()
+    ]
+    if args.json:
+        sys.stdout.write(json.dumps(rows, ensure_ascii=False) + "\n")
+        return 0
+    from inspector.render import console, render_formats
+
+    render_formats(console(), rows)
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from inspector.demo import write_demo_session
+
+    with tempfile.TemporaryDirectory(prefix="ctx-inspect-demo-") as folder:
+        path = Path(folder) / "demo-run.jsonl"
+        write_demo_session(path)
+        ns = argparse.Namespace(
+            files=[path],
+            profile=args.profile or "aiagent",
+            config=args.config,
+            sets=args.sets,
+            format_name="native",
+            json=args.json,
+            no_exact=False,
+        )
+        return _stats(ns)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,653 @@
+"""A session: the ordered events of one agent run and the state derived at every step.
+
+A *step* is one model request. The events before a request are that step's build-up; the
+provider's usage for a request belongs to the request's own step. The session keeps a small
+record per message (role, kind, flags, token figures, byte offsets) in columns, not the message
+bodies: bodies are read back lazily through a bounded cache, so a large transcript stays small
+in memory. Appends come in batches, so a live file can be followed.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from enum import IntFlag
+from typing import Protocol
+
+from inspector.core.model import (
+    Compacted,
+    ContextMeasured,
+    Event,
+    FinalTurnForced,
+    GuardEvaluated,
+    Message,
+    MessageAdded,
+    MessageKind,
+    Origin,
+    ParseIssue,
+    Pruned,
+    RequestSent,
+    Role,
+    SessionInfo,
+    SourceSpan,
+    ToolOutputAction,
+    ToolOutputChanged,
+    Usage,
+    UsageReported,
+)
+
+MAIN_THREAD = "main"
+PRUNED_MARKER = "[Old tool result content cleared]"
+BODY_CACHE_SIZE = 4096
+
+_ROLES = list(Role)
+_KINDS = list(MessageKind)
+_ROLE_CODE = {r: i for i, r in enumerate(_ROLES)}
+_KIND_CODE = {k: i for i, k in enumerate(_KINDS)}
+
+
+class Flag(IntFlag):
+    NONE = 0
+    VISIBLE = 1  # sent to the model
+    PRUNED = 2  # content cleared by a prune
+    DROPPED = 4  # a tool output replaced because it did not fit
+    TRUNCATED = 8
+    REMOVED = 16  # taken out of context by a compaction
+    INLINE = 32  # body kept in memory (no span to read it back from)
+
+
+class Counter(Protocol):
+    """A token counter (``inspector.core.tokens.TokenCounter`` is one)."""
+
+    def count_batch(self, texts: Sequence[str]) -> list[int]: ...
+
+
+Estimator = Callable[[Message], int]
+BodyReader = Callable[[SourceSpan], Sequence[Message]]
+
+# The per-message overhead added to a tokenizer's count of the text (role and separators).
+MESSAGE_OVERHEAD = 3
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRecord:
+    """What the session keeps about one message (a view over its columns)."""
+
+    index: int
+    id: str
+    role: Role
+    kind: MessageKind
+    thread: str
+    tool_name: str | None
+    chars: int
+    estimate: int
+    exact: int | None
+    reported: int | None
+    flags: Flag
+    step_added: int
+    step_removed: int | None
+    event_index: int
+    span: SourceSpan | None
+
+    @property
+    def visible(self) -> bool:
+        return bool(self.flags & Flag.VISIBLE)
+
+    def tokens(self) -> tuple[int, Origin]:
+        """This message's best token figure and where it came from."""
+        if self.reported is not None:
+            return self.reported, Origin.REPORTED
+        if self.exact is not None:
+            return self.exact, Origin.EXACT
+        return self.estimate, Origin.ESTIMATED
+
+
+@dataclass(slots=True)
+class StepState:
+    """The context as it was when one model request was sent (or, for the open step, now)."""
+
+    step: int
+    first_event: int
+    last_event: int
+    request_event: int | None = None
+    messages: int = 0  # visible messages in context
+    estimated: int = 0  # sum of the profile's estimates over those messages
+    exact: int | None = None  # sum of exact counts, None until every one is known
+    reported: int | None = None  # the provider's prompt size, or the agent's own figure
+    reported_label: str = ""
+    peak_reported: int | None = None  # the largest figure seen during the build-up
+    usage: Usage | None = None
+    guard: GuardEvaluated | None = None
+    compactions: int = 0
+    prunes: int = 0
+    dropped: int = 0
+    final_turn: bool = False
+
+    @property
+    def tokens(self) -> int:
+        return self.best()[0]
+
+    @property
+    def origin(self) -> Origin:
+        return self.best()[1]
+
+    def best(self) -> tuple[int, Origin]:
+        if self.reported is not None:
+            return self.reported, Origin.REPORTED
+        if self.exact is not None:
+            return self.exact, Origin.EXACT
+        return self.estimated, Origin.ESTIMATED
+
+    @property
+    def peak(self) -> int:
+        """The highest figure of this step: at the request, or before a compaction shrank it."""
+        if self.peak_reported is not None:
+            return max(self.peak_reported, self.tokens)
+        return self.tokens
+
+
+@dataclass
+class SourceInfo:
+    path: str
+    format: str
+
+
+@dataclass
+class _Running:
+    """Derivation state carried from event to event."""
+
+    live: dict[int, None] = field(default_factory=dict)  # message indices in context, in order
+    estimated: int = 0
+    exact: int = 0
+    exact_unknown: int = 0
+    reported: int | None = None
+    reported_label: str = ""
+    peak_reported: int | None = None
+    guard: GuardEvaluated | None = None
+    compactions: int = 0
+    prunes: int = 0
+    dropped: int = 0
+    final_turn: bool = False
+
+
+class MessageTable:
+    """Column storage for per-message records."""
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self.index_of: dict[str, int] = {}
+        self.role = array("b")
+        self.kind = array("b")
+        self.flags = array("B")
+        self.thread = array("H")
+        self.tool = array("l")
+        self.chars = array("q")
+        self.estimate = array("q")
+        self.exact = array("q")  # -1: unknown
+        self.reported = array("q")  # -1: none
+        self.step_added = array("l")
+        self.step_removed = array("l")  # -1: still in context
+        self.event_index = array("q")
+        self.source = array("h")  # -1: no span
+        self.offset = array("q")
+        self.length = array("q")
+        self.line = array("l")
+        self.threads: list[str] = []
+        self._thread_code: dict[str, int] = {}
+        self.tools: list[str] = []
+        self._tool_code: dict[str, int] = {}
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def intern_thread(self, name: str) -> int:
+        code = self._thread_code.get(name)
+        if code is None:
+            code = self._thread_code[name] = len(self.threads)
+            self.threads.append(name)
+        return code
+
+    def intern_tool(self, name: str | None) -> int:
+        if name is None:
+            return -1
+        code = self._tool_code.get(name)
+        if code is None:
+            code = self._tool_code[name] = len(self.tools)
+            self.tools.append(name)
+        return code
+
+
+class Session:
+    """Ordered events of one run, with the state at every step."""
+
+    def __init__(
+        self,
+        *,
+        estimator: Estimator | None = None,
+        counter: Counter | None = None,
+        count_exact: bool = False,
+        body_reader: BodyReader | None = None,
+        cache_size: int = BODY_CACHE_SIZE,
+    ) -> None:
+        self.estimator: Estimator = estimator or _chars4
+        self.counter = counter
+        self.count_exact = count_exact and counter is not None
+        self.body_reader = body_reader
+        self.sources: list[SourceInfo] = []
+        self.table = MessageTable()
+        self._events: list[Event | int] = []  # a message event is stored as its table index
+        self._inline: dict[int, Message] = {}
+        self._bodies: OrderedDict[int, Message] = OrderedDict()
+        self._cache_size = cache_size
+        self.steps: list[StepState] = []  # closed steps (each has its request)
+        self.issues: list[int] = []  # event indices of parse issues
+        self.info: dict[str, object] = {}
+        self._run = _Running()
+        self._open = StepState(step=1, first_event=0, last_event=-1)
+        self._marker_estimate = self.estimator(_marker_message())
+        self._marker_exact: int | None = None
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    @property
+    def message_count(self) -> int:
+        return len(self.table)
+
+    def event(self, index: int) -> Event:
+        item = self._events[index]
+        if isinstance(item, int):
+            return self._message_event(item)
+        return item
+
+    def events(self, start: int = 0, stop: int | None = None) -> Iterator[Event]:
+        stop = len(self._events) if stop is None else stop
+        for i in range(start, stop):
+            yield self.event(i)
+
+    def raw_events(self) -> Iterator[Event | int]:
+        """Events as stored: message events are table indices (cheap; no body reads)."""
+        return iter(self._events)
+
+    def non_message_events(self) -> Iterator[tuple[int, Event]]:
+        for i, item in enumerate(self._events):
+            if not isinstance(item, int):
+                yield i, item
+
+    def record(self, index: int) -> MessageRecord:
+        t = self.table
+        tool = t.tool[index]
+        source = t.source[index]
+        exact = t.exact[index]
+        reported = t.reported[index]
+        removed = t.step_removed[index]
+        span = (
+            SourceSpan(
+                source=source, offset=t.offset[index], length=t.length[index], line=t.line[index]
+            )
+            if source >= 0
+            else None
+        )
+        return MessageRecord(
+            index=index,
+            id=t.ids[index],
+            role=_ROLES[t.role[index]],
+            kind=_KINDS[t.kind[index]],
+            thread=t.threads[t.thread[index]],
+            tool_name=t.tools[tool] if tool >= 0 else None,
+            chars=t.chars[index],
+            estimate=t.estimate[index],
+            exact=exact if exact >= 0 else None,
+            reported=reported if reported >= 0 else None,
+            flags=Flag(t.flags[index]),
+            step_added=t.step_added[index],
+            step_removed=removed if removed >= 0 else None,
+            event_index=t.event_index[index],
+            span=span,
+        )
+
+    def records(self) -> Iterator[MessageRecord]:
+        for i in range(len(self.table)):
+            yield self.record(i)
+
+    def body(self, index: int) -> Message:
+        """The full message, read back from its input when it is not held in memory."""
+        inline = self._inline.get(index)
+        if inline is not None:
+            return inline
+        cached = self._bodies.get(index)
+        if cached is not None:
+            self._bodies.move_to_end(index)
+            return cached
+        message = self._read_body(index)
+        self._bodies[index] = message
+        if len(self._bodies) > self._cache_size:
+            self._bodies.popitem(last=False)
+        return message
+
+    def _read_body(self, index: int) -> Message:
+        rec = self.record(index)
+        if rec.span is not None and self.body_reader is not None:
+            for message in self.body_reader(rec.span):
+                if message.id == rec.id:
+                    return message
+        return Message(id=rec.id, role=rec.role, kind=rec.kind)
+
+    def _message_event(self, index: int) -> MessageAdded:
+        rec = self.record(index)
+        return MessageAdded(
+            message=self.body(index),
+            tokens=rec.reported,
+            tokens_origin=Origin.REPORTED if rec.reported is not None else None,
+            span=rec.span,
+        )
+
+    def step_at(self, event_index: int) -> int:
+        """The step an event belongs to."""
+        lo, hi = 0, len(self.steps)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.steps[mid].last_event < event_index:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < len(self.steps):
+            return self.steps[lo].step
+        return self._open.step
+
+    def all_steps(self) -> list[StepState]:
+        """Closed steps, plus the open build-up step when it holds anything."""
+        if self._open.last_event >= self._open.first_event:
+            return [*self.steps, self.live_state()]
+        return list(self.steps)
+
+    def live_state(self) -> StepState:
+        """The state now: the open step's build-up, as if a request were sent."""
+        state = StepState(step=self._open.step, first_event=self._open.first_event,
+                          last_event=self._open.last_event)
+        self._fill(state)
+        return state
+
+    # -- appending -------------------------------------------------------------------------
+
+    def add_source(self, path: str, format_name: str) -> int:
+        self.sources.append(SourceInfo(path=path, format=format_name))
+        return len(self.sources) - 1
+
+    def append(self, events: Iterable[Event]) -> int:
+        """Add a batch of events in order; returns how many were added."""
+        batch = list(events)
+        start_messages = len(self.table)
+        for event in batch:
+            if isinstance(event, MessageAdded):
+                self._add_message(event)
+            else:
+                self._events.append(event)
+                if isinstance(event, ParseIssue):
+                    self.issues.append(len(self._events) - 1)
+                elif isinstance(event, SessionInfo):
+                    self._note_info(event)
+        if self.count_exact:
+            self._count_new(start_messages, batch)
+        self._derive(len(self._events) - len(batch))
+        return len(batch)
+
+    def _add_message(self, event: MessageAdded) -> None:
+        message = event.message
+        t = self.table
+        index = len(t)
+        t.ids.append(message.id)
+        t.index_of[message.id] = index
+        t.role.append(_ROLE_CODE[message.role])
+        t.kind.append(_KIND_CODE[message.kind])
+        flags = Flag.VISIBLE if message.visible else Flag.NONE
+        span = event.span
+        if span is None or self.body_reader is None:
+            flags |= Flag.INLINE
+            self._inline[index] = message
+        t.flags.append(int(flags))
+        t.thread.append(t.intern_thread(message.thread))
+        t.tool.append(t.intern_tool(message.tool_name))
+        t.chars.append(len(message.text))
+        t.estimate.append(self.estimator(message))
+        t.exact.append(-1)
+        t.reported.append(event.tokens if event.tokens is not None else -1)
+        t.step_added.append(0)
+        t.step_removed.append(-1)
+        t.event_index.append(len(self._events))
+        if span is not None:
+            t.source.append(span.source)
+            t.offset.append(span.offset)
+            t.length.append(span.length)
+            t.line.append(span.line)
+        else:
+            t.source.append(-1)
+            t.offset.append(0)
+            t.length.append(0)
+            t.line.append(0)
+        self._events.append(index)
+
+    def _count_new(self, start: int, batch: list[Event]) -> None:
+        assert self.counter is not None
+        texts = [e.message.text for e in batch if isinstance(e, MessageAdded)]
+        counts = self.counter.count_batch(texts)
+        for offset, count in enumerate(counts):
+            self.table.exact[start + offset] = count + MESSAGE_OVERHEAD
+
+    def set_exact(self, counts: dict[int, int]) -> None:
+        """Fill in exact counts (message index -> tokens) computed elsewhere, then re-derive."""
+        for index, count in counts.items():
+            self.table.exact[index] = count
+        self.rederive()
+
+    def _note_info(self, event: SessionInfo) -> None:
+        for key in ("model", "context_window", "agent", "version", "session_id"):
+            value = getattr(event, key)
+            if value is not None:
+                self.info[key] = value
+        self.info.update(event.extra)
+
+    # -- derivation ------------------------------------------------------------------------
+
+    def rederive(self) -> None:
+        """Recompute every step from the events (after counts or settings changed)."""
+        self.steps = []
+        self._run = _Running()
+        self._open = StepState(step=1, first_event=0, last_event=-1)
+        t = self.table
+        for i in range(len(t)):
+            t.flags[i] &= ~int(Flag.PRUNED | Flag.REMOVED | Flag.DROPPED | Flag.TRUNCATED)
+            t.step_removed[i] = -1
+        self._derive(0)
+
+    def _derive(self, start: int) -> None:
+        run = self._run
+        t = self.table
+        for index in range(start, len(self._events)):
+            item = self._events[index]
+            self._open.last_event = index
+            if isinstance(item, int):
+                t.step_added[item] = self._open.step
+                if t.flags[item] & Flag.VISIBLE and t.threads[t.thread[item]] == MAIN_THREAD:
+                    run.live[item] = None
+                    self._count_in(item, +1)
+                continue
+            event = item
+            if isinstance(event, RequestSent):
+                if event.thread == MAIN_THREAD:
+                    self._close_step(index)
+            elif isinstance(event, UsageReported):
+                if event.thread == MAIN_THREAD and self.steps:
+                    # usage answers the latest request: it belongs to that request's step
+                    last = self.steps[-1]
+                    last.usage = event.usage
+                    last.reported = event.usage.prompt_tokens
+                    last.reported_label = "usage"
+                    if self._open.first_event == index:
+                        self._open.first_event = index + 1
+                        last.last_event = index
+            elif isinstance(event, ContextMeasured):
+                self._measure(event.tokens, event.label or "agent")
+            elif isinstance(event, GuardEvaluated):
+                run.guard = event
+            elif isinstance(event, Compacted):
+                if event.thread == MAIN_THREAD and not event.failed:
+                    self._compact(event)
+                if event.tokens_before is not None:
+                    self._measure(event.tokens_before, "compaction", peak_only=True)
+                if event.tokens_after is not None and not event.failed:
+                    self._measure(event.tokens_after, "compaction")
+                run.compactions += 1
+            elif isinstance(event, Pruned):
+                if event.applied:
+                    for mid in event.message_ids:
+                        self._prune(mid)
+                    if event.tokens_before is not None:
+                        self._measure(event.tokens_before, "prune", peak_only=True)
+                    if event.tokens_after is not None:
+                        self._measure(event.tokens_after, "prune")
+                    run.prunes += 1
+            elif isinstance(event, ToolOutputChanged):
+                self._tool_output(event)
+            elif isinstance(event, FinalTurnForced):
+                run.final_turn = True
+
+    def _measure(self, tokens: int, label: str, *, peak_only: bool = False) -> None:
+        run = self._run
+        if not peak_only:
+            run.reported = tokens
+            run.reported_label = label
+        if run.peak_reported is None or tokens > run.peak_reported:
+            run.peak_reported = tokens
+
+    def _count_in(self, index: int, sign: int) -> None:
+        run = self._run
+        t = self.table
+        pruned = t.flags[index] & Flag.PRUNED
+        run.estimated += sign * (self._marker_estimate if pruned else t.estimate[index])
+        exact = t.exact[index]
+        if pruned:
+            exact = self._marker_tokens_exact()
+        if exact >= 0:
+            run.exact += sign * exact
+        else:
+            run.exact_unknown += sign
+
+    def _marker_tokens_exact(self) -> int:
+        if self._marker_exact is None:
+            if self.counter is None:
+                self._marker_exact = -1
+            else:
+                self._marker_exact = (
+                    self.counter.count_batch([PRUNED_MARKER])[0] + MESSAGE_OVERHEAD
+                )
+        return self._marker_exact
+
+    def _compact(self, event: Compacted) -> None:
+        run = self._run
+        t = self.table
+        retained = set(event.retained_ids)
+        keep = {}
+        system_code = _ROLE_CODE[Role.SYSTEM]
+        for index in run.live:
+            if t.ids[index] in retained or (event.keep_system and t.role[index] == system_code):
+                keep[index] = None
+                continue
+            self._count_in(index, -1)
+            t.flags[index] |= Flag.REMOVED
+            t.step_removed[index] = self._open.step
+        run.live = keep
+
+    def _prune(self, message_id: str) -> None:
+        index = self.table.index_of.get(message_id)
+        if index is None or self.table.flags[index] & Flag.PRUNED:
+            return
+        live = index in self._run.live
+        if live:
+            self._count_in(index, -1)
+        self.table.flags[index] |= Flag.PRUNED
+        if live:
+            self._count_in(index, +1)
+
+    def _tool_output(self, event: ToolOutputChanged) -> None:
+        run = self._run
+        if event.action is ToolOutputAction.DROPPED:
+            run.dropped += 1
+        if event.message_id is None:
+            return
+        index = self.table.index_of.get(event.message_id)
+        if index is None:
+            return
+        flag = {
+            ToolOutputAction.DROPPED: Flag.DROPPED,
+            ToolOutputAction.TRUNCATED: Flag.TRUNCATED,
+            ToolOutputAction.SPILLED: Flag.TRUNCATED,
+        }[event.action]
+        self.table.flags[index] |= flag
+
+    def _fill(self, state: StepState) -> None:
+        run = self._run
+        state.messages = len(run.live)
+        state.estimated = run.estimated
+        state.exact = run.exact if run.exact_unknown == 0 and run.live else None
+        state.reported = run.reported
+        state.reported_label = run.reported_label
+        state.peak_reported = run.peak_reported
+        state.guard = run.guard
+        state.compactions = run.compactions
+        state.prunes = run.prunes
+        state.dropped = run.dropped
+        state.final_turn = run.final_turn
+
+    def _close_step(self, request_index: int) -> None:
+        state = self._open
+        state.request_event = request_index
+        state.last_event = request_index
+        self._fill(state)
+        self.steps.append(state)
+        run = self._run
+        run.reported = None
+        run.reported_label = ""
+        run.peak_reported = None
+        run.guard = None
+        run.compactions = run.prunes = run.dropped = 0
+        run.final_turn = False
+        self._open = StepState(step=state.step + 1, first_event=request_index + 1,
+                               last_event=request_index)
+
+    # -- questions -------------------------------------------------------------------------
+
+    def in_context(self, step: int | None = None) -> list[int]:
+        """Indices of the messages visible to the model at ``step`` (default: now)."""
+        t = self.table
+        if step is None:
+            return list(self._run.live)
+        out = []
+        main = t._thread_code.get(MAIN_THREAD)
+        for i in range(len(t)):
+            if t.step_added[i] > step or not t.flags[i] & Flag.VISIBLE or t.thread[i] != main:
+                continue
+            removed = t.step_removed[i]
+            if removed >= 0 and removed <= step:
+                continue
+            out.append(i)
+        return out
+
+
+def _chars4(message: Message) -> int:
+    return -(-len(message.text) // 4)
+
+
+def _marker_message() -> Message:
+    from inspector.core.model import Part, PartType
+
+    return Message(
+        id="marker",
+        role=Role.TOOL,
+        kind=MessageKind.TOOL_RESULT,
+        parts=(Part(type=PartType.TOOL_RESULT, text=PRUNED_MARKER),),
+    )

@@ -1,0 +1,228 @@
+"""The summary of a session's context usage: what `ctx-inspect stats` prints.
+
+``summarize`` returns plain data (JSON-ready); the same keys describe a replayed run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from inspector.core.model import (
+    Compacted,
+    FinalTurnForced,
+    Origin,
+    ParseIssue,
+    Pruned,
+    ToolOutputAction,
+    ToolOutputChanged,
+)
+from inspector.core.profiles import Profile
+from inspector.core.session import Flag, Session, StepState
+from inspector.core.window import Zone
+
+ISSUES_LISTED = 50
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What the summary says about where the session came from."""
+
+    path: str
+    format: str
+    tokenizer: str
+
+
+def summarize(session: Session, profile: Profile, facts: RunFacts) -> dict[str, Any]:
+    steps = session.all_steps()
+    window = _window(session, profile)
+    peak_step, peak_tokens, peak_origin = _peak(steps)
+    return {
+        "file": facts.path,
+        "format": facts.format,
+        "profile": profile.name,
+        "tokenizer": facts.tokenizer,
+        "context_window": window,
+        "threshold_tokens": profile.threshold(),
+        "effective_limit": profile.limit_parts().effective,
+        "model": session.info.get("model"),
+        "items_total": len(session) - len(session.issues),
+        "messages_total": session.message_count,
+        "steps": len(session.steps),
+        "parse_issues": len(session.issues),
+        "peak_context_tokens": peak_tokens,
+        "peak_context_source": peak_origin,
+        "peak_step": peak_step,
+        "final_context_tokens": steps[-1].tokens if steps else 0,
+        "final_context_source": steps[-1].origin.value if steps else Origin.ESTIMATED.value,
+        "messages": _messages_by_role_and_kind(session),
+        "zone_crossings": _zone_crossings(steps, profile),
+        "compactions": _compactions(session, steps),
+        "prunes": _prunes(session),
+        "final_turns": _final_turns(session),
+        "dropped_tool_outputs": _count_tool_outputs(session, ToolOutputAction.DROPPED),
+        "truncated_tool_outputs": _count_tool_outputs(session, ToolOutputAction.TRUNCATED),
+        "spilled_tool_outputs": _count_tool_outputs(session, ToolOutputAction.SPILLED),
+        "issues": _issues(session),
+    }
+
+
+def _window(session: Session, profile: Profile) -> int:
+    value = session.info.get("context_window")
+    if isinstance(value, int) and value > 0 and profile.context_window <= 0:
+        return value
+    return profile.context_window
+
+
+def _peak(steps: list[StepState]) -> tuple[int | None, int, str]:
+    best: StepState | None = None
+    for state in steps:
+        if best is None or state.peak > best.peak:
+            best = state
+    if best is None:
+        return None, 0, Origin.ESTIMATED.value
+    origin = Origin.REPORTED if best.peak_reported is not None else best.origin
+    if best.peak_reported is not None and best.tokens > best.peak_reported:
+        origin = best.origin
+    return best.step, best.peak, origin.value
+
+
+def _messages_by_role_and_kind(session: Session) -> list[dict[str, Any]]:
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for rec in session.records():
+        key = (rec.role.value, rec.kind.value)
+        row = rows.setdefault(
+            key,
+            {
+                "role": key[0],
+                "kind": key[1],
+                "count": 0,
+                "tokens": 0,
+                "origin": Origin.EXACT.value,
+                "pruned": 0,
+                "removed": 0,
+                "hidden": 0,
+            },
+        )
+        tokens, origin = rec.tokens()
+        row["count"] += 1
+        row["tokens"] += tokens
+        if origin is Origin.ESTIMATED:
+            row["origin"] = Origin.ESTIMATED.value
+        elif origin is Origin.REPORTED and row["origin"] != Origin.ESTIMATED.value:
+            row["origin"] = Origin.REPORTED.value
+        row["pruned"] += bool(rec.flags & Flag.PRUNED)
+        row["removed"] += bool(rec.flags & Flag.REMOVED)
+        row["hidden"] += not rec.visible
+    return sorted(rows.values(), key=lambda r: (-r["tokens"], r["role"], r["kind"]))
+
+
+def _zone_crossings(steps: list[StepState], profile: Profile) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    previous = Zone.SAFE
+    for state in steps:
+        zone = profile.zone(state.peak)
+        if zone != previous:
+            out.append(
+                {"step": state.step, "from": previous.value, "to": zone.value,
+                 "tokens": state.peak}
+            )
+            previous = zone
+        after = profile.zone(state.tokens)
+        if after != zone:
+            out.append(
+                {"step": state.step, "from": zone.value, "to": after.value,
+                 "tokens": state.tokens}
+            )
+            previous = after
+    return out
+
+
+def _compactions(session: Session, steps: list[StepState]) -> list[dict[str, Any]]:
+    by_step = {s.step: s for s in steps}
+    out = []
+    for index, event in session.non_message_events():
+        if not isinstance(event, Compacted):
+            continue
+        step = session.step_at(index)
+        before = event.tokens_before
+        if before is None:
+            before = _context_before(by_step, step)
+        after = event.tokens_after
+        if after is None and not event.failed:
+            state = by_step.get(step)
+            if state is not None and state.request_event is not None:
+                after = state.tokens
+        out.append(
+            {
+                "step": step,
+                "trigger": event.trigger,
+                "before_tokens": before,
+                "after_tokens": after,
+                "messages_before": event.messages_before,
+                "messages_after": event.messages_after,
+                "failed": event.failed,
+            }
+        )
+    return out
+
+
+def _context_before(by_step: dict[int, StepState], step: int) -> int | None:
+    """The context just before a compaction in ``step``'s build-up: the previous request's
+    prompt plus its output when the provider reported them."""
+    previous = by_step.get(step - 1)
+    if previous is None:
+        return None
+    if previous.usage is not None:
+        return previous.usage.context_after
+    return previous.tokens
+
+
+def _prunes(session: Session) -> list[dict[str, Any]]:
+    out = []
+    for index, event in session.non_message_events():
+        if isinstance(event, Pruned) and event.applied:
+            recovered = event.tokens_recovered
+            if recovered is None and event.tokens_before is not None and event.tokens_after:
+                recovered = event.tokens_before - event.tokens_after
+            out.append(
+                {
+                    "step": session.step_at(index),
+                    "tokens_recovered": recovered,
+                    "outputs_pruned": event.outputs_pruned,
+                }
+            )
+    return out
+
+
+def _final_turns(session: Session) -> list[dict[str, Any]]:
+    return [
+        {
+            "step": session.step_at(index),
+            "reason": event.reason,
+            "projected_tokens": event.projected_tokens,
+            "limit_tokens": event.limit_tokens,
+        }
+        for index, event in session.non_message_events()
+        if isinstance(event, FinalTurnForced)
+    ]
+
+
+def _count_tool_outputs(session: Session, action: ToolOutputAction) -> int:
+    return sum(
+        1
+        for _, event in session.non_message_events()
+        if isinstance(event, ToolOutputChanged) and event.action is action
+    )
+
+
+def _issues(session: Session) -> list[dict[str, Any]]:
+    out = []
+    for index in session.issues[:ISSUES_LISTED]:
+        event = session.event(index)
+        assert isinstance(event, ParseIssue)
+        out.append(
+            {"file": event.file, "line": event.line, "offset": event.offset,
+             "reason": event.reason, "excerpt": event.excerpt}
+        )
+    return out

@@ -1,0 +1,199 @@
+"""The session: steps, derived state, compaction and prune membership, lazy bodies."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from inspector.core.model import (
+    Compacted,
+    ContextMeasured,
+    Event,
+    FinalTurnForced,
+    Message,
+    MessageAdded,
+    MessageKind,
+    Origin,
+    ParseIssue,
+    Part,
+    PartType,
+    Pruned,
+    RequestSent,
+    Role,
+    SourceSpan,
+    Usage,
+    UsageReported,
+)
+from inspector.core.session import Flag, Session
+
+
+def msg(mid: str, role: Role, text: str, kind: MessageKind = MessageKind.MESSAGE) -> MessageAdded:
+    ptype = PartType.TOOL_RESULT if kind is MessageKind.TOOL_RESULT else PartType.TEXT
+    return MessageAdded(message=Message(id=mid, role=role, kind=kind,
+                                        parts=(Part(type=ptype, text=text),)))
+
+
+class FixedCounter:
+    """Counts one token per character, so sums are easy to check by hand."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def count_batch(self, texts: Sequence[str]) -> list[int]:
+        self.calls += 1
+        return [len(t) for t in texts]
+
+
+def test_events_before_a_request_are_its_build_up_and_usage_belongs_to_the_request() -> None:
+    s = Session()
+    s.append([msg("s", Role.SYSTEM, "x" * 40), msg("u", Role.USER, "y" * 8), RequestSent()])
+    s.append([UsageReported(usage=Usage(input=100, cache_read=900, cache_write=20, output=7))])
+    s.append([msg("a", Role.ASSISTANT, "z" * 4), msg("t", Role.TOOL, "w" * 400), RequestSent()])
+    assert [st.step for st in s.steps] == [1, 2]
+    first, second = s.steps
+    assert first.messages == 2
+    assert first.estimated == 10 + 2
+    assert first.reported == 1020 and first.origin is Origin.REPORTED
+    assert first.usage is not None and first.usage.output == 7
+    assert second.messages == 4
+    assert second.reported is None and second.origin is Origin.ESTIMATED
+    assert second.tokens == 10 + 2 + 1 + 100
+    assert s.step_at(3) == 1  # the usage event
+    assert s.step_at(4) == 2  # the assistant reply is the next step's build-up
+
+
+def test_exact_counts_win_over_estimates_when_every_message_is_counted() -> None:
+    counter = FixedCounter()
+    s = Session(counter=counter, count_exact=True)
+    s.append([msg("u", Role.USER, "hello"), RequestSent()])
+    assert s.steps[0].exact == 5 + 3
+    assert s.steps[0].origin is Origin.EXACT
+    assert counter.calls >= 1
+
+
+def test_compaction_removes_all_but_retained_and_system_messages() -> None:
+    s = Session()
+    s.append([
+        msg("s", Role.SYSTEM, "a" * 40),
+        msg("u", Role.USER, "b" * 40),
+        msg("t", Role.TOOL, "c" * 400, MessageKind.TOOL_RESULT),
+        msg("k", Role.USER, "d" * 40),
+        RequestSent(),
+        Compacted(trigger="auto", retained_ids=("k",)),
+        msg("sum", Role.USER, "e" * 80, MessageKind.SUMMARY),
+        RequestSent(),
+    ])
+    before, after = s.steps
+    assert before.messages == 4
+    assert after.messages == 3  # system, kept user message, summary
+    assert after.estimated == 10 + 10 + 20
+    removed = {r.id for r in s.records() if r.flags & Flag.REMOVED}
+    assert removed == {"u", "t"}
+    assert s.in_context(1) == [0, 1, 2, 3]
+    assert [s.record(i).id for i in s.in_context(2)] == ["s", "k", "sum"]
+
+
+def test_a_failed_compaction_removes_nothing() -> None:
+    s = Session()
+    s.append([msg("u", Role.USER, "b" * 40), Compacted(failed=True, error="empty"), RequestSent()])
+    assert s.steps[0].messages == 1
+
+
+def test_agent_figures_are_reported_and_compaction_keeps_the_peak() -> None:
+    s = Session()
+    s.append([
+        ContextMeasured(tokens=148_213, limit=168_000, percent=88.2),
+        Compacted(tokens_before=148_213, tokens_after=9_120),
+        RequestSent(),
+    ])
+    state = s.steps[0]
+    assert state.reported == 9_120
+    assert state.peak == 148_213
+    assert state.compactions == 1
+
+
+def test_prune_replaces_a_message_with_the_marker_and_rederive_is_stable() -> None:
+    s = Session()
+    s.append([msg("t", Role.TOOL, "c" * 4000, MessageKind.TOOL_RESULT), RequestSent(),
+              Pruned(message_ids=("t",), tokens_recovered=990), RequestSent()])
+    assert s.steps[0].estimated == 1000
+    assert s.steps[1].estimated < 20
+    assert s.record(0).flags & Flag.PRUNED
+    snapshot = [(x.step, x.estimated, x.messages) for x in s.steps]
+    s.rederive()
+    assert [(x.step, x.estimated, x.messages) for x in s.steps] == snapshot
+
+
+def test_live_state_shows_the_open_build_up() -> None:
+    s = Session()
+    s.append([msg("u", Role.USER, "b" * 40), RequestSent(), msg("t", Role.TOOL, "c" * 40)])
+    live = s.live_state()
+    assert live.step == 2 and live.messages == 2 and live.estimated == 20
+    assert len(s.all_steps()) == 2
+    s.append([FinalTurnForced(reason="context")])
+    assert s.live_state().final_turn
+
+
+def test_parse_issues_are_kept_and_indexed() -> None:
+    s = Session()
+    s.append([ParseIssue(reason="bad", line=3), msg("u", Role.USER, "x")])
+    assert len(s.issues) == 1
+    event = s.event(s.issues[0])
+    assert isinstance(event, ParseIssue) and event.line == 3
+
+
+def test_bodies_with_spans_are_read_back_lazily_and_cached() -> None:
+    reads: list[SourceSpan] = []
+    bodies = {
+        10: Message(id="a", role=Role.USER, parts=(Part(type=PartType.TEXT, text="first"),)),
+        20: Message(id="b", role=Role.USER, parts=(Part(type=PartType.TEXT, text="second"),)),
+    }
+
+    def reader(span: SourceSpan) -> list[Message]:
+        reads.append(span)
+        return [bodies[span.offset]]
+
+    s = Session(body_reader=reader, cache_size=1)
+    for offset, body in bodies.items():
+        s.append([MessageAdded(message=body, span=SourceSpan(offset=offset, length=5, line=1))])
+    assert not reads  # nothing read at append time
+    assert s.body(0).text == "first"
+    assert s.body(0).text == "first"
+    assert len(reads) == 1  # cached
+    assert s.body(1).text == "second"
+    assert s.body(0).text == "first"  # evicted (cache of one) and read again
+    assert len(reads) == 3
+    assert s.record(0).flags & Flag.INLINE == 0
+
+
+def _events_strategy() -> st.SearchStrategy[list[Event]]:
+    message = st.builds(
+        lambda i, n, role: msg(f"m{i}", role, "x" * n),
+        st.integers(0, 10**6), st.integers(0, 400), st.sampled_from(list(Role)),
+    )
+    other = st.sampled_from([RequestSent(), Compacted(), Pruned(tokens_recovered=5)])
+    return st.lists(st.one_of(message, other), max_size=40)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_events_strategy(), st.integers(1, 7))
+def test_appending_in_batches_equals_appending_at_once(events: list[Event], size: int) -> None:
+    unique: list[Event] = []
+    seen: set[str] = set()
+    for e in events:  # ids must be unique within a session
+        if isinstance(e, MessageAdded):
+            if e.message.id in seen:
+                continue
+            seen.add(e.message.id)
+        unique.append(e)
+    whole = Session()
+    whole.append(unique)
+    parts = Session()
+    for i in range(0, len(unique), size):
+        parts.append(unique[i : i + size])
+    assert [(x.step, x.messages, x.estimated) for x in whole.all_steps()] == [
+        (x.step, x.messages, x.estimated) for x in parts.all_steps()
+    ]
+    assert len(whole) == len(parts) == len(unique)
