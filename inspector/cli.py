@@ -149,8 +149,12 @@ def _formats(args: argparse.Namespace) -> int:
     from inspector.formats.registry import all_formats
 
     rows = [
-        {"name": f.name, "description": f.description, "reads": f.reads,
-         "default_profile": f.default_profile}
+        {
+            "name": f.name,
+            "description": f.description,
+            "reads": f.reads,
+            "default_profile": f.default_profile,
+        }
         for f in all_formats()
     ]
     if args.json:

@@ -45,15 +45,39 @@ MODEL = "demo-model"
 DROPPED_TEXT = "(tool failed: context window budget exceeded)"
 PRUNED_TEXT = "[Old tool result content cleared]"
 
-_WORDS = (
-    "context window token budget agent request tool output summary prune compaction "
-    "function return value error trace file path module import config retry limit"
-).split()
+_WORDS = [
+    "context",
+    "window",
+    "token",
+    "budget",
+    "agent",
+    "request",
+    "tool",
+    "output",
+    "summary",
+    "prune",
+    "compaction",
+    "function",
+    "return",
+    "value",
+    "error",
+    "trace",
+    "file",
+    "path",
+    "module",
+    "import",
+    "config",
+    "retry",
+    "limit",
+]
 
 
 def _tokens(text: str) -> int:
-    """The simulated provider's token rule: one token per four characters."""
-    return -(-len(text) // 4)
+    """The simulated provider counts with the same tokenizer ctx-inspect uses (o200k_base), so
+    reported and exact figures agree; without the tokenizer it falls back to characters / 4."""
+    from inspector.core.tokens import get_counter
+
+    return get_counter("o200k_base").count(text)
 
 
 def _text(rng: random.Random, tokens: int, kind: str) -> str:
@@ -64,7 +88,9 @@ def _text(rng: random.Random, tokens: int, kind: str) -> str:
     while size < tokens * 4:
         n += 1
         if kind == "read":
-            line = f"{n:4d}  def {rng.choice(_WORDS)}_{n}(value): return value  # {rng.choice(_WORDS)}"
+            line = (
+                f"{n:4d}  def {rng.choice(_WORDS)}_{n}(value): return value  # {rng.choice(_WORDS)}"
+            )
         elif kind == "grep":
             line = f"src/{rng.choice(_WORDS)}/{rng.choice(_WORDS)}.py:{n}: {rng.choice(_WORDS)}"
         else:
@@ -111,9 +137,16 @@ class DemoAgent:
             extra=extra,
             projected=projected,
             targets=(
-                GuardTarget(provider="demo", model=MODEL, context_window=WINDOW,
-                            buffer_tokens=BUFFER, max_output_tokens=MAX_OUTPUT, limit=LIMIT,
-                            projected=projected, blocked=blocked),
+                GuardTarget(
+                    provider="demo",
+                    model=MODEL,
+                    context_window=WINDOW,
+                    buffer_tokens=BUFFER,
+                    max_output_tokens=MAX_OUTPUT,
+                    limit=LIMIT,
+                    projected=projected,
+                    blocked=blocked,
+                ),
             ),
             status=GuardStatus.FINAL if blocked else GuardStatus.OK,
             trigger="turn_preflight" if not extra else "tool_preflight",
@@ -128,14 +161,21 @@ class DemoAgent:
         output = _tokens(reply) + 3
         events: list[Event] = [
             RequestSent(model=MODEL, request_id=f"req{self.step}", final_turn=final),
-            UsageReported(usage=Usage(input=prompt, output=output), model=MODEL,
-                          request_id=f"req{self.step}"),
+            UsageReported(
+                usage=Usage(input=prompt, output=output), model=MODEL, request_id=f"req{self.step}"
+            ),
         ]
         kind = MessageKind.MESSAGE if final else MessageKind.TOOL_CALL
         parts = (Part(type=PartType.TEXT, text=reply),)
         if not final:
-            parts = (Part(type=PartType.TOOL_CALL, tool_name="fs__read", call_id=f"c{self.step}",
-                          arguments='{"path": "src/module.py"}'),)
+            parts = (
+                Part(
+                    type=PartType.TOOL_CALL,
+                    tool_name="fs__read",
+                    call_id=f"c{self.step}",
+                    arguments='{"path": "src/module.py"}',
+                ),
+            )
         events.append(self._add(Role.ASSISTANT, kind, parts))
         self.current = prompt + output
         self.new = 0
@@ -146,32 +186,57 @@ class DemoAgent:
         return self._add(
             Role.TOOL,
             MessageKind.TOOL_RESULT,
-            (Part(type=PartType.TOOL_RESULT, text=text, tool_name=f"fs__{kind}",
-                  call_id=f"c{self.step}"),),
+            (
+                Part(
+                    type=PartType.TOOL_RESULT,
+                    text=text,
+                    tool_name=f"fs__{kind}",
+                    call_id=f"c{self.step}",
+                ),
+            ),
         )
 
     def run(self) -> Iterator[list[Event]]:
         """The run, as batches of events: one batch per step."""
         yield [
-            SessionInfo(model=MODEL, context_window=WINDOW, agent="demo-agent", version="1.0",
-                        session_id="demo", extra={"tool_schema_tokens": SCHEMA_TOKENS}),
-            self._add(Role.SYSTEM, MessageKind.MESSAGE,
-                      (Part(type=PartType.TEXT, text=_text(self.rng, 1_800, "prose")),)),
-            self._add(Role.USER, MessageKind.MESSAGE,
-                      (Part(type=PartType.TEXT,
-                            text="Find why the parser drops the last record and fix it."),)),
+            SessionInfo(
+                model=MODEL,
+                context_window=WINDOW,
+                agent="demo-agent",
+                version="1.0",
+                session_id="demo",
+                extra={"tool_schema_tokens": SCHEMA_TOKENS},
+            ),
+            self._add(
+                Role.SYSTEM,
+                MessageKind.MESSAGE,
+                (Part(type=PartType.TEXT, text=_text(self.rng, 1_800, "prose")),),
+            ),
+            self._add(
+                Role.USER,
+                MessageKind.MESSAGE,
+                (
+                    Part(
+                        type=PartType.TEXT,
+                        text="Find why the parser drops the last record and fix it.",
+                    ),
+                ),
+            ),
             self._guard(),
             *self._request("Reading the parser first."),
         ]
-        sizes = [3_000, 4_500, 6_000, 2_500, 7_000, 5_500, 8_000, 6_500, 7_500, 5_000, 6_000]
+        sizes = [3_000, 4_500, 6_000, 2_500, 7_000, 5_500, 8_000, 6_500, 7_500, 5_000, 5_000]
         for i, size in enumerate(sizes):
-            yield [self._tool(size, "read" if i % 2 else "grep"), self._guard(),
-                   *self._request(f"Step {i + 2}: looking further.")]
+            yield [
+                self._tool(size, "read" if i % 2 else "grep"),
+                self._guard(),
+                *self._request(f"Step {i + 2}: looking further."),
+            ]
         yield self._prune()
-        for size in (6_000, 7_000, 5_000, 6_500, 7_000):
+        for size in (6_000, 7_000, 5_000, 6_500, 7_000, 8_000):
             yield [self._tool(size, "read"), self._guard(), *self._request("Checking the fix.")]
         yield self._compact()
-        for size in (6_000, 9_000, 11_000, 12_000, 10_000, 9_000):
+        for size in (6_000, 9_000, 11_000, 12_000, 10_000, 9_000, 8_000):
             yield [self._tool(size, "grep"), self._guard(), *self._request("Running the tests.")]
         yield self._drop_and_finish()
 
@@ -185,7 +250,7 @@ class DemoAgent:
             if message.kind is not MessageKind.TOOL_RESULT:
                 continue
             protected += tokens
-            if protected <= 20_000:
+            if protected <= 30_000:
                 continue
             marker = _tokens(PRUNED_TEXT) + 3
             self.context[index] = (message, marker)
@@ -194,11 +259,17 @@ class DemoAgent:
         after = self._context_tokens()
         self.current -= recovered
         return [
-            LogLine(text=f"prune: {len(cleared)} old tool outputs cleared", level="info",
-                    tag="context"),
-            Pruned(tokens_before=before, tokens_after=after, tokens_recovered=recovered,
-                   outputs_pruned=len(cleared), message_ids=tuple(cleared),
-                   reason="context in the warning zone"),
+            LogLine(
+                text=f"prune: {len(cleared)} old tool outputs cleared", level="info", tag="context"
+            ),
+            Pruned(
+                tokens_before=before,
+                tokens_after=after,
+                tokens_recovered=recovered,
+                outputs_pruned=len(cleared),
+                message_ids=tuple(cleared),
+                reason="context in the warning zone",
+            ),
             self._guard(),
             *self._request("Pruned old outputs; continuing."),
         ]
@@ -216,14 +287,22 @@ class DemoAgent:
         self.context = [system]
         self.current = 0
         self.new = 0
-        summary_event = self._add(Role.USER, MessageKind.SUMMARY,
-                                  (Part(type=PartType.TEXT, text=summary),))
+        summary_event = self._add(
+            Role.USER, MessageKind.SUMMARY, (Part(type=PartType.TEXT, text=summary),)
+        )
         after = self._context_tokens()
         return [
-            Compacted(trigger="auto", tokens_before=before, tokens_after=after,
-                      messages_before=messages_before, messages_after=len(self.context),
-                      summary=summary[:200], summary_tokens=after - system[1],
-                      retained_ids=(system[0].id,), keep_system=True),
+            Compacted(
+                trigger="auto",
+                tokens_before=before,
+                tokens_after=after,
+                messages_before=messages_before,
+                messages_after=len(self.context),
+                summary=summary[:200],
+                summary_tokens=after - system[1],
+                retained_ids=(system[0].id,),
+                keep_system=True,
+            ),
             summary_event,
             self._guard(),
             *self._request("Continuing from the summary."),
@@ -234,24 +313,46 @@ class DemoAgent:
         projected = self.current + self.pending + self.new + size
         guard = self._guard(extra=size)
         dropped = self._add(
-            Role.TOOL, MessageKind.TOOL_RESULT,
-            (Part(type=PartType.TOOL_RESULT, text=DROPPED_TEXT, tool_name="fs__read",
-                  call_id=f"c{self.step}"),),
+            Role.TOOL,
+            MessageKind.TOOL_RESULT,
+            (
+                Part(
+                    type=PartType.TOOL_RESULT,
+                    text=DROPPED_TEXT,
+                    tool_name="fs__read",
+                    call_id=f"c{self.step}",
+                ),
+            ),
         )
         return [
             guard,
-            ToolOutputChanged(action=ToolOutputAction.DROPPED, tool="fs__read",
-                              message_id=dropped.message.id, tokens=size,
-                              tokens_after=_tokens(DROPPED_TEXT) + 3,
-                              original_bytes=size * 4, final_bytes=len(DROPPED_TEXT),
-                              projected_tokens=projected, limit_tokens=LIMIT,
-                              replacement=DROPPED_TEXT),
+            ToolOutputChanged(
+                action=ToolOutputAction.DROPPED,
+                tool="fs__read",
+                message_id=dropped.message.id,
+                tokens=size,
+                tokens_after=_tokens(DROPPED_TEXT) + 3,
+                original_bytes=size * 4,
+                final_bytes=len(DROPPED_TEXT),
+                projected_tokens=projected,
+                limit_tokens=LIMIT,
+                replacement=DROPPED_TEXT,
+            ),
             dropped,
-            FinalTurnForced(reason="context", projected_tokens=projected, limit_tokens=LIMIT,
-                            provider="demo", model=MODEL, turn=self.step + 1),
+            FinalTurnForced(
+                reason="context",
+                projected_tokens=projected,
+                limit_tokens=LIMIT,
+                provider="demo",
+                model=MODEL,
+                turn=self.step + 1,
+            ),
             self._guard(),
-            *self._request("The parser drops the last record because the held partial line "
-                           "is never flushed; the fix flushes it at end of input.", final=True),
+            *self._request(
+                "The parser drops the last record because the held partial line "
+                "is never flushed; the fix flushes it at end of input.",
+                final=True,
+            ),
         ]
 
 

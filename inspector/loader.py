@@ -8,11 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from inspector.core.estimate import estimate_message
 from inspector.core.model import Message, SourceSpan
 from inspector.core.profiles import Profile
 from inspector.core.session import Session
-from inspector.core.tokens import TokenCounter, get_counter
+from inspector.core.tokens import ENCODINGS, TokenCounter, encoding_for_model, get_counter
 from inspector.errors import InputError
 from inspector.formats.base import Parser
 from inspector.formats.registry import FormatSpec, detect, get_format, looks_binary, read_head
@@ -48,9 +47,11 @@ def resolve_format(path: Path, format_name: str | None) -> FormatSpec:
 
 
 def counter_for(profile: Profile, model: str | None = None) -> TokenCounter:
-    from inspector.core.tokens import encoding_for_model
-
-    return get_counter(profile.encoding or encoding_for_model(model))
+    """The exact counter for a profile: its configured encoding (or model), else by model."""
+    wanted = profile.counter_encoding()
+    if wanted in ENCODINGS:
+        return get_counter(wanted)
+    return get_counter(encoding_for_model(wanted or model))
 
 
 def load_session(
@@ -69,7 +70,7 @@ def load_session(
         return parser.messages_at(read_span(path, span.offset, span.length), span)
 
     session = Session(
-        estimator=lambda message: estimate_message(profile.estimator, message, counter),
+        estimator=lambda message: profile.estimate(message, counter),
         counter=counter,
         count_exact=count_exact and counter.info.exact,
         body_reader=read_back,

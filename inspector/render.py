@@ -60,8 +60,11 @@ def render_stats(out: Console, s: dict[str, Any]) -> None:
         ("window", _n(window)),
         ("effective limit", _n(s["effective_limit"])),
         ("threshold", _n(s["threshold_tokens"])),
-        ("items", f"{_n(s['items_total'])} ({_n(s['messages_total'])} messages, "
-                  f"{_n(s['steps'])} requests)"),
+        (
+            "items",
+            f"{_n(s['items_total'])} ({_n(s['messages_total'])} messages, "
+            f"{_n(s['steps'])} requests)",
+        ),
         ("parse issues", _n(s["parse_issues"])),
     ):
         head.add_row(label, Text(str(value)))
@@ -75,13 +78,17 @@ def render_stats(out: Console, s: dict[str, Any]) -> None:
     step = s["peak_step"]
     curve.add_row(
         "peak context",
-        Text(f"{_n(peak)} tokens ({_pct(peak, window)} of window), "
-             f"{s['peak_context_source']}" + (f", at request {step}" if step else "")),
+        Text(
+            f"{_n(peak)} tokens ({_pct(peak, window)} of window), "
+            f"{s['peak_context_source']}" + (f", at step {step}" if step else "")
+        ),
     )
     curve.add_row(
         "final context",
-        Text(f"{_n(s['final_context_tokens'])} tokens ({_pct(s['final_context_tokens'], window)}"
-             f" of window), {s['final_context_source']}"),
+        Text(
+            f"{_n(s['final_context_tokens'])} tokens ({_pct(s['final_context_tokens'], window)}"
+            f" of window), {s['final_context_source']}"
+        ),
     )
     crossings = s["zone_crossings"]
     curve.add_row(
@@ -92,29 +99,53 @@ def render_stats(out: Console, s: dict[str, Any]) -> None:
     out.print()
 
     if s["messages"]:
-        table = _table("Messages by role and kind", "role", "kind", "count", "tokens",
-                       "share", "origin", "pruned", "removed",
-                       right=("count", "tokens", "share", "pruned", "removed"))
+        table = _table(
+            "Messages by role and kind",
+            "role",
+            "kind",
+            "count",
+            "tokens",
+            "share",
+            "origin",
+            "pruned",
+            "removed",
+            right=("count", "tokens", "share", "pruned", "removed"),
+        )
         total = sum(row["tokens"] for row in s["messages"])
         for row in s["messages"]:
-            table.add_row(row["role"], row["kind"], _n(row["count"]), _n(row["tokens"]),
-                          _pct(row["tokens"], total), row["origin"], _n(row["pruned"]),
-                          _n(row["removed"]))
+            table.add_row(
+                row["role"],
+                row["kind"],
+                _n(row["count"]),
+                _n(row["tokens"]),
+                _pct(row["tokens"], total),
+                row["origin"],
+                _n(row["pruned"]),
+                _n(row["removed"]),
+            )
         out.print(table)
         out.print()
 
-    events = _table("Context events", "request", "event", "detail", right=("request",))
+    events = _table("Context events", "step", "event", "detail", right=("step",))
+    rows: list[tuple[int, str, Text]] = []
     for c in s["compactions"]:
         status = "failed" if c["failed"] else f"{_n(c['before_tokens'])} -> {_n(c['after_tokens'])}"
-        events.add_row(_n(c["step"]), "compaction", Text(f"{c['trigger']}: {status} tokens"))
+        rows.append((c["step"], "compaction", Text(f"{c['trigger']}: {status} tokens")))
     for p in s["prunes"]:
-        events.add_row(_n(p["step"]), "prune", Text(f"{_n(p['tokens_recovered'])} tokens recovered"))
+        rows.append((p["step"], "prune", Text(f"{_n(p['tokens_recovered'])} tokens recovered")))
     for f in s["final_turns"]:
-        events.add_row(
-            _n(f["step"]), "final turn",
-            Text(f"{f['reason']}: projected {_n(f['projected_tokens'])} vs limit "
-                 f"{_n(f['limit_tokens'])}"),
+        rows.append(
+            (
+                f["step"],
+                "final turn",
+                Text(
+                    f"{f['reason']}: projected {_n(f['projected_tokens'])} vs limit "
+                    f"{_n(f['limit_tokens'])}"
+                ),
+            )
         )
+    for step, label, detail in sorted(rows, key=lambda row: row[0]):
+        events.add_row(_n(step), label, detail)
     counts = (
         ("dropped tool outputs", s["dropped_tool_outputs"]),
         ("truncated tool outputs", s["truncated_tool_outputs"]),
@@ -130,11 +161,21 @@ def render_stats(out: Console, s: dict[str, Any]) -> None:
 
     if s["issues"]:
         out.print()
-        issues = _table(f"Parse issues ({s['parse_issues']})", "line", "offset", "reason",
-                        "excerpt", right=("line", "offset"))
+        issues = _table(
+            f"Parse issues ({s['parse_issues']})",
+            "line",
+            "offset",
+            "reason",
+            "excerpt",
+            right=("line", "offset"),
+        )
         for issue in s["issues"]:
-            issues.add_row(_n(issue["line"]), _n(issue["offset"]), Text(issue["reason"]),
-                           Text(issue["excerpt"][:60]))
+            issues.add_row(
+                _n(issue["line"]),
+                _n(issue["offset"]),
+                Text(issue["reason"]),
+                Text(issue["excerpt"][:60]),
+            )
         out.print(issues)
 
 
@@ -153,6 +194,7 @@ def render_profiles(out: Console, rows: list[dict[str, Any]]) -> None:
 def render_formats(out: Console, rows: list[dict[str, Any]]) -> None:
     table = _table("Input formats", "name", "description", "reads", "default profile")
     for row in rows:
-        table.add_row(row["name"], Text(row["description"]), Text(row["reads"]),
-                      row["default_profile"])
+        table.add_row(
+            row["name"], Text(row["description"]), Text(row["reads"]), row["default_profile"]
+        )
     out.print(table)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -36,8 +37,8 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
-def _no_dns(real):  # type: ignore[no-untyped-def]
-    def guarded(host, *args, **kwargs):  # type: ignore[no-untyped-def]
+def _no_dns(real: Callable[..., Any]) -> Callable[..., Any]:
+    def guarded(host: Any, *args: Any, **kwargs: Any) -> Any:
         if host in {None, "localhost", "127.0.0.1", "::1"} or str(host).startswith("127."):
             return real(host, *args, **kwargs)
         raise NetworkBlocked(f"tests never touch the network (tried to resolve {host!r})")

@@ -367,8 +367,11 @@ class Session:
 
     def live_state(self) -> StepState:
         """The state now: the open step's build-up, as if a request were sent."""
-        state = StepState(step=self._open.step, first_event=self._open.first_event,
-                          last_event=self._open.last_event)
+        state = StepState(
+            step=self._open.step,
+            first_event=self._open.first_event,
+            last_event=self._open.last_event,
+        )
         self._fill(state)
         return state
 
@@ -542,16 +545,14 @@ class Session:
             if self.counter is None:
                 self._marker_exact = -1
             else:
-                self._marker_exact = (
-                    self.counter.count_batch([PRUNED_MARKER])[0] + MESSAGE_OVERHEAD
-                )
+                self._marker_exact = self.counter.count_batch([PRUNED_MARKER])[0] + MESSAGE_OVERHEAD
         return self._marker_exact
 
     def _compact(self, event: Compacted) -> None:
         run = self._run
         t = self.table
         retained = set(event.retained_ids)
-        keep = {}
+        keep: dict[int, None] = {}
         system_code = _ROLE_CODE[Role.SYSTEM]
         for index in run.live:
             if t.ids[index] in retained or (event.keep_system and t.role[index] == system_code):
@@ -616,8 +617,9 @@ class Session:
         run.guard = None
         run.compactions = run.prunes = run.dropped = 0
         run.final_turn = False
-        self._open = StepState(step=state.step + 1, first_event=request_index + 1,
-                               last_event=request_index)
+        self._open = StepState(
+            step=state.step + 1, first_event=request_index + 1, last_event=request_index
+        )
 
     # -- questions -------------------------------------------------------------------------
 

@@ -124,15 +124,13 @@ def _zone_crossings(steps: list[StepState], profile: Profile) -> list[dict[str, 
         zone = profile.zone(state.peak)
         if zone != previous:
             out.append(
-                {"step": state.step, "from": previous.value, "to": zone.value,
-                 "tokens": state.peak}
+                {"step": state.step, "from": previous.value, "to": zone.value, "tokens": state.peak}
             )
             previous = zone
         after = profile.zone(state.tokens)
         if after != zone:
             out.append(
-                {"step": state.step, "from": zone.value, "to": after.value,
-                 "tokens": state.tokens}
+                {"step": state.step, "from": zone.value, "to": after.value, "tokens": state.tokens}
             )
             previous = after
     return out
@@ -222,7 +220,12 @@ def _issues(session: Session) -> list[dict[str, Any]]:
         event = session.event(index)
         assert isinstance(event, ParseIssue)
         out.append(
-            {"file": event.file, "line": event.line, "offset": event.offset,
-             "reason": event.reason, "excerpt": event.excerpt}
+            {
+                "file": event.file,
+                "line": event.line,
+                "offset": event.offset,
+                "reason": event.reason,
+                "excerpt": event.excerpt,
+            }
         )
     return out

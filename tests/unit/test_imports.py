@@ -32,16 +32,23 @@ def _loaded_after(code: str) -> set[str]:
     ],
 )
 def test_core_formats_and_sources_load_neither_textual_nor_rich(module: str) -> None:
-    loaded = _loaded_after(f"import {module}\nimport inspector.formats.registry as r\nr.all_formats()")
+    loaded = _loaded_after(
+        f"import {module}\nimport inspector.formats.registry as r\nr.all_formats()"
+    )
     assert "textual" not in loaded
     assert "rich" not in loaded
 
 
 def test_importing_the_tokenizer_loads_no_encoding() -> None:
     out = subprocess.run(
-        [sys.executable, "-c",
-         "import inspector.core.tokens as t, sys; print('tiktoken_ext.openai_public' in sys.modules)"],
-        check=True, capture_output=True, text=True,
+        [
+            sys.executable,
+            "-c",
+            "import inspector.core.tokens, sys; print('tiktoken_ext.openai_public' in sys.modules)",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout.strip()
     assert out == "False"
 
@@ -54,6 +61,9 @@ def test_stats_json_path_does_not_import_textual(tmp_path) -> None:
         f"rc = main(['stats', '--json', {str(path)!r}])\n"
         "print('TEXTUAL' if 'textual' in sys.modules else 'CLEAN', rc)"
     )
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
-                         text=True).stdout.strip().splitlines()[-1]
+    out = (
+        subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+        .stdout.strip()
+        .splitlines()[-1]
+    )
     assert out == "CLEAN 0"

@@ -31,8 +31,9 @@ from inspector.core.session import Flag, Session
 
 def msg(mid: str, role: Role, text: str, kind: MessageKind = MessageKind.MESSAGE) -> MessageAdded:
     ptype = PartType.TOOL_RESULT if kind is MessageKind.TOOL_RESULT else PartType.TEXT
-    return MessageAdded(message=Message(id=mid, role=role, kind=kind,
-                                        parts=(Part(type=ptype, text=text),)))
+    return MessageAdded(
+        message=Message(id=mid, role=role, kind=kind, parts=(Part(type=ptype, text=text),))
+    )
 
 
 class FixedCounter:
@@ -75,16 +76,18 @@ def test_exact_counts_win_over_estimates_when_every_message_is_counted() -> None
 
 def test_compaction_removes_all_but_retained_and_system_messages() -> None:
     s = Session()
-    s.append([
-        msg("s", Role.SYSTEM, "a" * 40),
-        msg("u", Role.USER, "b" * 40),
-        msg("t", Role.TOOL, "c" * 400, MessageKind.TOOL_RESULT),
-        msg("k", Role.USER, "d" * 40),
-        RequestSent(),
-        Compacted(trigger="auto", retained_ids=("k",)),
-        msg("sum", Role.USER, "e" * 80, MessageKind.SUMMARY),
-        RequestSent(),
-    ])
+    s.append(
+        [
+            msg("s", Role.SYSTEM, "a" * 40),
+            msg("u", Role.USER, "b" * 40),
+            msg("t", Role.TOOL, "c" * 400, MessageKind.TOOL_RESULT),
+            msg("k", Role.USER, "d" * 40),
+            RequestSent(),
+            Compacted(trigger="auto", retained_ids=("k",)),
+            msg("sum", Role.USER, "e" * 80, MessageKind.SUMMARY),
+            RequestSent(),
+        ]
+    )
     before, after = s.steps
     assert before.messages == 4
     assert after.messages == 3  # system, kept user message, summary
@@ -103,11 +106,13 @@ def test_a_failed_compaction_removes_nothing() -> None:
 
 def test_agent_figures_are_reported_and_compaction_keeps_the_peak() -> None:
     s = Session()
-    s.append([
-        ContextMeasured(tokens=148_213, limit=168_000, percent=88.2),
-        Compacted(tokens_before=148_213, tokens_after=9_120),
-        RequestSent(),
-    ])
+    s.append(
+        [
+            ContextMeasured(tokens=148_213, limit=168_000, percent=88.2),
+            Compacted(tokens_before=148_213, tokens_after=9_120),
+            RequestSent(),
+        ]
+    )
     state = s.steps[0]
     assert state.reported == 9_120
     assert state.peak == 148_213
@@ -116,8 +121,14 @@ def test_agent_figures_are_reported_and_compaction_keeps_the_peak() -> None:
 
 def test_prune_replaces_a_message_with_the_marker_and_rederive_is_stable() -> None:
     s = Session()
-    s.append([msg("t", Role.TOOL, "c" * 4000, MessageKind.TOOL_RESULT), RequestSent(),
-              Pruned(message_ids=("t",), tokens_recovered=990), RequestSent()])
+    s.append(
+        [
+            msg("t", Role.TOOL, "c" * 4000, MessageKind.TOOL_RESULT),
+            RequestSent(),
+            Pruned(message_ids=("t",), tokens_recovered=990),
+            RequestSent(),
+        ]
+    )
     assert s.steps[0].estimated == 1000
     assert s.steps[1].estimated < 20
     assert s.record(0).flags & Flag.PRUNED
@@ -171,7 +182,9 @@ def test_bodies_with_spans_are_read_back_lazily_and_cached() -> None:
 def _events_strategy() -> st.SearchStrategy[list[Event]]:
     message = st.builds(
         lambda i, n, role: msg(f"m{i}", role, "x" * n),
-        st.integers(0, 10**6), st.integers(0, 400), st.sampled_from(list(Role)),
+        st.integers(0, 10**6),
+        st.integers(0, 400),
+        st.sampled_from(list(Role)),
     )
     other = st.sampled_from([RequestSent(), Compacted(), Pruned(tokens_recovered=5)])
     return st.lists(st.one_of(message, other), max_size=40)

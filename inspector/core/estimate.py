@@ -1,0 +1,354 @@
+"""Each agent's own token arithmetic, reproduced.
+
+When an agent decided something (prune, compact, block a tool output) on the strength of its own
+estimate, we must compute that estimate, not ours (DESIGN.md, decision 2). Each rule below
+reproduces one agent's heuristic on our ``Message`` model, including the details that move the
+result: which parts count, floor versus ceiling versus JavaScript's ``Math.round``, and whether a
+"character" is a Python code point, a UTF-16 code unit (JavaScript ``length``) or a UTF-8 byte
+(Go ``len``, Forth strings). ``docs/profiles.md`` gives the source of every rule.
+
+The rules that can use a real tokenizer take a ``Counter``: anything with ``count(text) -> int``
+(``inspector.core.tokens.TokenCounter`` is one). Without one they fall back to the agent's own
+approximation.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from typing import Protocol
+
+from inspector.core.model import Message, Part, PartType, Role
+
+ESTIMATORS: tuple[str, ...] = (
+    "baseagent",
+    "aiagent",
+    "goagent",
+    "fifth",
+    "opencode",
+    "guide",
+    "exact",
+    "chars4",
+)
+
+# Rules whose result changes when a real tokenizer is supplied.
+COUNTER_RULES: frozenset[str] = frozenset({"aiagent", "fifth", "exact"})
+
+BASEAGENT_IMAGE_TOKENS = 1000  # compaction.py: an image_url part counts ~1000 tokens
+BASEAGENT_MESSAGE_OVERHEAD = 4  # compaction.py: role overhead per message
+AIAGENT_MESSAGE_OVERHEAD = 4  # tokenizer-registry.ts MESSAGE_OVERHEAD_TOKENS
+AIAGENT_TOOL_CALL_OVERHEAD = 2  # tokenizer-registry.ts TOOL_CALL_OVERHEAD_TOKENS
+AIAGENT_SCHEMA_FACTOR = 2.09  # context-guard.ts estimateToolSchemaTokens
+GOAGENT_IMAGE_CHARS = 4800  # compact.go: an image counts as 4800 chars (1200 tokens)
+FIFTH_EXACT_MIN_BYTES = 1000  # main.fs count-tokens: tiktoken only above 1000 chars
+EXACT_MESSAGE_OVERHEAD = 3  # Chat Completions framing per message (transcripts.md 3.4)
+
+_CONTENT_PARTS = frozenset({PartType.TEXT, PartType.TOOL_RESULT, PartType.ATTACHMENT})
+
+
+class Counter(Protocol):
+    """A tokenizer: the number of tokens in a text."""
+
+    def count(self, text: str) -> int: ...
+
+
+# --------------------------------------------------------------------------------------------
+# Public API
+
+
+def estimate_message(rule: str, message: Message, counter: Counter | None = None) -> int:
+    """The tokens ``rule``'s agent attributes to ``message``."""
+    if rule == "baseagent":
+        return _baseagent_message(message)
+    if rule == "aiagent":
+        tokens, size = _aiagent_parts(message, counter)
+        return max(tokens, _ceil_div(size, 4))
+    if rule == "goagent":
+        return _goagent_message(message)
+    if rule == "fifth":
+        return _fifth_text(message.text, counter)
+    if rule == "opencode":
+        return sum(_opencode_text(text) for text in _opencode_payloads(message))
+    if rule == "guide":
+        return sum(_guide_text(text) for text in _content_texts(message))
+    if rule == "exact":
+        return _exact_text(message.text, counter) + EXACT_MESSAGE_OVERHEAD
+    if rule == "chars4":
+        return _ceil_div(len(message.text), 4)
+    raise _unknown(rule)
+
+
+def estimate_text(rule: str, text: str, counter: Counter | None = None) -> int:
+    """The tokens ``rule``'s agent attributes to a bare text (no per-message overhead)."""
+    if rule == "baseagent":
+        return len(text) // 4
+    if rule == "aiagent":
+        # context-guard.ts countTokens: max(tokenizer, ceil(length / 4))
+        return max(_aiagent_count(text, counter), _ceil_div(_js_len(text), 4))
+    if rule == "goagent":
+        return _ceil_div(_utf8_len(text), 4)
+    if rule == "fifth":
+        return _fifth_text(text, counter)
+    if rule == "opencode":
+        return _opencode_text(text)
+    if rule == "guide":
+        return _guide_text(text)
+    if rule == "exact":
+        return _exact_text(text, counter)
+    if rule == "chars4":
+        return _ceil_div(len(text), 4)
+    raise _unknown(rule)
+
+
+def estimate_messages(
+    rule: str, messages: Iterable[Message], counter: Counter | None = None
+) -> int:
+    """The tokens ``rule``'s agent attributes to a list of messages.
+
+    The sum of ``estimate_message`` for every rule but ``aiagent``, whose guard takes the larger
+    of the summed tokenizer counts and a quarter of the summed JSON bytes over the whole list.
+    """
+    if rule != "aiagent":
+        return sum(estimate_message(rule, m, counter) for m in messages)
+    tokens = 0
+    size = 0
+    for message in messages:
+        t, b = _aiagent_parts(message, counter)
+        tokens += t
+        size += b
+    return max(tokens, _ceil_div(size, 4))
+
+
+def tool_schema_tokens(
+    schema_json_texts: Sequence[str],
+    counter: Counter | None = None,
+    factor: float = AIAGENT_SCHEMA_FACTOR,
+) -> int:
+    """ai-agent's tool-schema estimate: each tool's JSON as a system message, estimated like a
+    conversation, then scaled by 2.09 and rounded up."""
+    if not schema_json_texts:
+        return 0
+    messages = [
+        Message(id=f"schema-{i}", role=Role.SYSTEM, parts=(Part(type=PartType.TEXT, text=text),))
+        for i, text in enumerate(schema_json_texts)
+    ]
+    return math.ceil(estimate_messages("aiagent", messages, counter) * factor)
+
+
+# --------------------------------------------------------------------------------------------
+# Measures
+
+
+def _ceil_div(n: int, d: int) -> int:
+    return -(-n // d)
+
+
+def _js_len(text: str) -> int:
+    """JavaScript ``String.length``: UTF-16 code units."""
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def _utf8_len(text: str) -> int:
+    """UTF-8 bytes (Go ``len``, Node ``Buffer.byteLength``, a Forth string's length)."""
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _content_texts(message: Message) -> list[str]:
+    return [p.text for p in message.parts if p.type in _CONTENT_PARTS]
+
+
+def _thinking_texts(message: Message) -> list[str]:
+    return [p.text for p in message.parts if p.type is PartType.THINKING]
+
+
+def _tool_calls(message: Message) -> list[Part]:
+    return [p for p in message.parts if p.type is PartType.TOOL_CALL]
+
+
+def _tool_call_id(message: Message) -> str | None:
+    for part in message.parts:
+        if part.type is PartType.TOOL_RESULT and part.call_id:
+            return part.call_id
+    return None
+
+
+def _unknown(rule: str) -> ValueError:
+    return ValueError(f"unknown estimation rule {rule!r}; known: {', '.join(ESTIMATORS)}")
+
+
+def _normalise_numbers(value: object) -> object:
+    """Integral floats print as integers in Go and JavaScript (``1.0`` -> ``1``)."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _normalise_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_normalise_numbers(v) for v in value]
+    return value
+
+
+def _parse_arguments(arguments: str | None) -> tuple[bool, object]:
+    if not arguments:
+        return False, None
+    try:
+        return True, _normalise_numbers(json.loads(arguments))
+    except ValueError:
+        return False, arguments
+
+
+# --------------------------------------------------------------------------------------------
+# BaseAgent (src/core/compaction.py)
+
+
+def _baseagent_message(message: Message) -> int:
+    tokens = sum(len(text) // 4 for text in _content_texts(message))
+    tokens += BASEAGENT_IMAGE_TOKENS * message.image_count
+    for call in _tool_calls(message):
+        tokens += len(call.tool_name or "") // 4 + len(call.arguments or "") // 4
+    return tokens + BASEAGENT_MESSAGE_OVERHEAD
+
+
+# --------------------------------------------------------------------------------------------
+# netdata ai-agent (src/tokenizer-registry.ts, src/context-guard.ts)
+
+
+def _aiagent_count(text: str, counter: Counter | None) -> int:
+    if not text:
+        return 0
+    if counter is not None:
+        return counter.count(text)
+    return max(1, _ceil_div(_js_len(text), 4))  # the "approximate" tokenizer
+
+
+def _aiagent_tool_calls(message: Message) -> list[dict[str, object]]:
+    calls: list[dict[str, object]] = []
+    for part in _tool_calls(message):
+        call: dict[str, object] = {}
+        if part.call_id is not None:
+            call["id"] = part.call_id
+        call["name"] = part.tool_name or ""
+        parsed, value = _parse_arguments(part.arguments)
+        call["parameters"] = value if parsed or value is not None else {}
+        calls.append(call)
+    return calls
+
+
+def _aiagent_parts(message: Message, counter: Counter | None) -> tuple[int, int]:
+    """(tokenizer estimate, UTF-8 bytes of the message's JSON) for one message.
+
+    We do not have ai-agent's ``ConversationMessage`` object, so its JSON is rebuilt as
+    ``{"role","content","toolCalls"?,"toolCallId"?}`` with tool calls as ``{id,name,parameters}``.
+    """
+    content = "\n".join(_content_texts(message))
+    calls = _aiagent_tool_calls(message)
+    call_id = _tool_call_id(message)
+    calls_json = _js_json(calls) if calls else ""
+
+    lines = [f"role:{message.role.value}"]
+    if content:
+        lines.append(content)
+    if calls:
+        lines.append(calls_json)
+    if call_id:
+        lines.append(f"toolCallId:{call_id}")
+    tokens = (
+        _aiagent_count("\n".join(lines), counter)
+        + AIAGENT_MESSAGE_OVERHEAD
+        + AIAGENT_TOOL_CALL_OVERHEAD * len(calls)
+    )
+
+    obj: dict[str, object] = {"role": message.role.value, "content": content}
+    if calls:
+        obj["toolCalls"] = calls
+    if call_id:
+        obj["toolCallId"] = call_id
+    return tokens, _utf8_len(_js_json(obj))
+
+
+def _js_json(value: object) -> str:
+    """``JSON.stringify``: compact, non-ASCII kept as is."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+# --------------------------------------------------------------------------------------------
+# tiancaiamao/ai (pkg/compact/compact.go estimateMessageTokens)
+
+
+def _go_json(value: object) -> str:
+    """Go ``json.Marshal`` of a decoded map: sorted keys, compact, HTML characters escaped."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    for raw, escaped in (
+        ("<", "\\u003c"),
+        (">", "\\u003e"),
+        ("&", "\\u0026"),
+        ("\u2028", "\\u2028"),
+        ("\u2029", "\\u2029"),
+    ):
+        text = text.replace(raw, escaped)
+    return text
+
+
+def _goagent_message(message: Message) -> int:
+    if not message.visible:
+        return 0
+    chars = sum(_utf8_len(t) for t in _content_texts(message))
+    chars += sum(_utf8_len(t) for t in _thinking_texts(message))
+    for call in _tool_calls(message):
+        chars += _utf8_len(call.tool_name or "")
+        parsed, value = _parse_arguments(call.arguments)
+        if parsed:
+            chars += _utf8_len(_go_json(value))
+        elif isinstance(value, str):
+            chars += _utf8_len(value)
+    chars += GOAGENT_IMAGE_CHARS * message.image_count
+    return _ceil_div(chars, 4)
+
+
+# --------------------------------------------------------------------------------------------
+# Fifth (examples/context-manager/main.fs estimate-tokens / count-tokens)
+
+
+def _fifth_text(text: str, counter: Counter | None) -> int:
+    size = _utf8_len(text)
+    if counter is not None and size > FIFTH_EXACT_MIN_BYTES:
+        # `echo '<text>' | python3 ... tiktoken`: echo appends a newline.
+        return counter.count(text + "\n")
+    return max(1, size // 4)
+
+
+# --------------------------------------------------------------------------------------------
+# OpenCode (Token.estimate: Math.max(0, Math.round(length / 4)))
+
+
+def _opencode_text(text: str) -> int:
+    # Math.round(n / 4) for n >= 0 is floor(n / 4 + 1/2) = (n + 2) // 4: halves round up.
+    return (_js_len(text) + 2) // 4
+
+
+def _opencode_payloads(message: Message) -> list[str]:
+    texts: list[str] = []
+    for part in message.parts:
+        if part.type is PartType.TOOL_CALL:
+            texts.append(part.arguments or "")
+        elif part.type is not PartType.IMAGE:
+            texts.append(part.text)
+    return texts
+
+
+# --------------------------------------------------------------------------------------------
+# Seed 001, the generic guide (astuces/03-context-management.md estimate_tokens)
+
+
+def _guide_text(text: str) -> int:
+    return len(text) // 4 + 1 if text else 0
+
+
+# --------------------------------------------------------------------------------------------
+# Our own count
+
+
+def _exact_text(text: str, counter: Counter | None) -> int:
+    if counter is not None:
+        return counter.count(text)
+    return _ceil_div(len(text), 4)
