@@ -64,7 +64,7 @@ def load_session(
 ) -> LoadedSession:
     """Read a whole saved input into a new session."""
     counter = counter or counter_for(profile)
-    parser = format_spec.parser(0, str(path))
+    parser = format_spec.make_parser(0, str(path))
 
     def read_back(span: SourceSpan) -> list[Message]:
         return parser.messages_at(read_span(path, span.offset, span.length), span)

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from inspector.core.model import Event
 from inspector.errors import InputError
 from inspector.formats.base import Parser
 
@@ -16,12 +17,24 @@ BINARY_SAMPLE = 8 * 1024
 MIN_CONFIDENCE = 0.5
 
 
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
 @dataclass(frozen=True)
 class Head:
-    """The first bytes of an input, with the path for extension hints."""
+    """The first bytes of an input, with the path for extension hints.
+
+    For a folder, ``data`` is empty and ``is_dir`` is true; sniffers of folder formats look at
+    the folder's layout through ``path``.
+    """
 
     path: Path
     data: bytes
+    is_dir: bool = False
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.data.startswith(SQLITE_MAGIC)
 
     @property
     def text(self) -> str:
@@ -37,19 +50,56 @@ class Head:
         return [ln.rstrip("\r") for ln in lines if ln.strip()]
 
 
+@dataclass
+class SnapshotSession:
+    """One session read whole from an input that is not a byte stream (SQLite, a folder)."""
+
+    label: str  # e.g. the session id or title inside the database
+    events: list[Event]
+
+
 @dataclass(frozen=True)
 class FormatSpec:
+    """One input format.
+
+    Stream formats (logs, JSON Lines, JSON documents) give a ``parser`` that is fed bytes and can
+    follow a growing file. Whole-input formats (SQLite databases, storage folders) give a
+    ``snapshot`` function that reads the input at once, read-only, and returns one or more
+    sessions; following such an input re-reads it on change. A format whose inputs can be a
+    folder of several files of that format (a project folder) gives ``expand``, which lists
+    the files to open, each as its own session.
+    """
+
     name: str
     description: str  # one line
     reads: str  # which files, where they live
-    parser: type[Parser]
+    parser: type[Parser] | None
     sniff: Callable[[Head], float]  # confidence 0..1
     default_profile: str = "generic"
+    snapshot: Callable[[Path], list[SnapshotSession]] | None = None
+    expand: Callable[[Path], list[Path]] | None = None
+    folder: bool = False  # accepts a folder path (snapshot or expand)
+
+    def make_parser(self, source: int = 0, path: str = "") -> Parser:
+        """A stream parser for this format (only for formats that have one)."""
+        if self.parser is None:
+            raise TypeError(f"format {self.name} is read whole, not as a stream")
+        return self.parser(source, path)
 
 
 # Modules that register a format, in the order ties are broken.
 FORMAT_MODULES: tuple[str, ...] = (
     "inspector.formats.native",
+    "inspector.formats.claude_code",
+    "inspector.formats.codex",
+    "inspector.formats.baseagent",
+    "inspector.formats.aiagent",
+    "inspector.formats.goagent",
+    "inspector.formats.opencode",
+    "inspector.formats.fifth",
+    "inspector.formats.swe_agent",
+    "inspector.formats.openhands",
+    "inspector.formats.aider",
     "inspector.formats.openai_chat",
     "inspector.formats.anthropic_messages",
 )
@@ -64,7 +114,11 @@ def register(spec: FormatSpec) -> FormatSpec:
 
 def all_formats() -> list[FormatSpec]:
     for module in FORMAT_MODULES:
-        importlib.import_module(module)
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
     return list(_FORMATS.values())
 
 
@@ -78,6 +132,8 @@ def get_format(name: str) -> FormatSpec:
 
 
 def read_head(path: Path, size: int = HEAD_BYTES) -> Head:
+    if path.is_dir():
+        return Head(path=path, data=b"", is_dir=True)
     try:
         with path.open("rb") as fh:
             data = fh.read(size)
@@ -105,13 +161,23 @@ def looks_binary(data: bytes) -> bool:
 def detect(path: Path, head: Head | None = None) -> FormatSpec:
     """The format of ``path``, by sniffing its head; a one-line InputError when none fits."""
     head = head or read_head(path)
-    if looks_binary(head.data):
+    if not head.is_sqlite and not head.is_dir and looks_binary(head.data):
         raise InputError("binary file", f"{path} is not a text log or transcript")
+    candidates_all = [s for s in all_formats() if s.folder or not head.is_dir]
     scores = sorted(
-        ((spec.sniff(head), spec) for spec in all_formats()),
+        ((_sniff(spec, head), spec) for spec in candidates_all),
         key=lambda pair: pair[0],
         reverse=True,
     )
+    if head.is_dir:
+        if scores and scores[0][0] >= MIN_CONFIDENCE:
+            return scores[0][1]
+        raise InputError(
+            "unknown folder layout",
+            f"{path} holds no sessions ctx-inspect reads; see `ctx-inspect formats`",
+        )
+    if head.is_sqlite and not (scores and scores[0][0] >= MIN_CONFIDENCE):
+        raise InputError("unknown database", f"{path} is an SQLite file of no known layout")
     if not head.data.strip():
         # An empty file is a valid empty session; name it after the best guess by extension.
         return _by_extension(path) or get_format("native")
@@ -126,6 +192,14 @@ def detect(path: Path, head: Head | None = None) -> FormatSpec:
         f"{path} is no format ctx-inspect reads{hint}; see `ctx-inspect formats`, "
         "or force one with --format NAME",
     )
+
+
+def _sniff(spec: FormatSpec, head: Head) -> float:
+    """A sniffer's verdict; a sniffer that fails counts as 'not this format'."""
+    try:
+        return spec.sniff(head)
+    except Exception:
+        return 0.0
 
 
 def _extension_hint(path: Path, spec: FormatSpec) -> bool:

@@ -54,7 +54,7 @@ def test_registered_formats() -> None:
         assert spec.default_profile == "generic"
         assert spec.description and "\n" not in spec.description
         assert spec.reads
-        assert spec.parser.format_name == name
+        assert spec.make_parser().format_name == name
         assert registry.get_format(name) is spec
 
 
@@ -63,7 +63,7 @@ def test_empty_file_is_valid(tmp_path: Path, name: str) -> None:
     path = tmp_path / name
     path.write_bytes(b"\n  \n" if name.startswith("blank") else b"")
     spec = registry.detect(path)
-    parser = spec.parser(0, str(path))
+    parser = spec.make_parser(0, str(path))
     assert [*parser.feed(path.read_bytes()), *parser.finish()] == []
 
 
@@ -144,7 +144,7 @@ def test_mini_swe_agent_trajectories(corpus: Path) -> None:
     for path in files:
         spec = registry.detect(path)
         assert spec.name == "openai-chat", path.name
-        parser = spec.parser(0, str(path))
+        parser = spec.make_parser(0, str(path))
         events = [*parser.feed(path.read_bytes()), *parser.finish()]
         assert not [e for e in events if isinstance(e, ParseIssue)], path.name
         raw = json.loads(path.read_bytes())
