@@ -259,6 +259,19 @@ class Compacted(_Event):
     thread: str = "main"
 
 
+class ContextReset(_Event):
+    """The conversation went on from an earlier point: a rewind or edit in the transcript, a
+    switch to another branch of its tree, ``/clear``, or a new chat in the same file. Every
+    message in context added after ``keep_through`` leaves the context (all of them when it is
+    None); ``keep_system`` keeps system messages. Not a compaction: nothing was summarised."""
+
+    type: Literal["reset"] = "reset"
+    keep_through: str | None = None
+    keep_system: bool = True
+    reason: str = "rewind"
+    thread: str = "main"
+
+
 class ToolOutputAction(StrEnum):
     DROPPED = "dropped"
     TRUNCATED = "truncated"
@@ -339,6 +352,7 @@ Event = Annotated[
     | GuardEvaluated
     | Pruned
     | Compacted
+    | ContextReset
     | ToolOutputChanged
     | FinalTurnForced
     | DebugTopic
@@ -357,6 +371,7 @@ EVENT_TYPES: tuple[type[_Event], ...] = (
     GuardEvaluated,
     Pruned,
     Compacted,
+    ContextReset,
     ToolOutputChanged,
     FinalTurnForced,
     DebugTopic,

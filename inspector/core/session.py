@@ -19,6 +19,7 @@ from typing import Protocol
 from inspector.core.model import (
     Compacted,
     ContextMeasured,
+    ContextReset,
     Event,
     FinalTurnForced,
     GuardEvaluated,
@@ -505,6 +506,9 @@ class Session:
                 if event.tokens_after is not None and not event.failed:
                     self._measure(event.tokens_after, "compaction")
                 run.compactions += 1
+            elif isinstance(event, ContextReset):
+                if event.thread == MAIN_THREAD:
+                    self._reset(event)
             elif isinstance(event, Pruned):
                 if event.applied:
                     for mid in event.message_ids:
@@ -556,6 +560,26 @@ class Session:
         system_code = _ROLE_CODE[Role.SYSTEM]
         for index in run.live:
             if t.ids[index] in retained or (event.keep_system and t.role[index] == system_code):
+                keep[index] = None
+                continue
+            self._count_in(index, -1)
+            t.flags[index] |= Flag.REMOVED
+            t.step_removed[index] = self._open.step
+        run.live = keep
+
+    def _reset(self, event: ContextReset) -> None:
+        """Drop what was added after ``keep_through`` (everything when it is None)."""
+        run = self._run
+        t = self.table
+        anchor = t.index_of.get(event.keep_through) if event.keep_through else None
+        if event.keep_through is not None and anchor is None:
+            return  # the point to go back to was never seen: keep the context as it is
+        system_code = _ROLE_CODE[Role.SYSTEM]
+        keep: dict[int, None] = {}
+        for index in run.live:
+            if (anchor is not None and index <= anchor) or (
+                event.keep_system and t.role[index] == system_code
+            ):
                 keep[index] = None
                 continue
             self._count_in(index, -1)

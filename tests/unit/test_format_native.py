@@ -15,6 +15,7 @@ from inspector.core.model import (
     EVENT_TYPES,
     Compacted,
     ContextMeasured,
+    ContextReset,
     DebugTopic,
     Event,
     FinalTurnForced,
@@ -182,6 +183,7 @@ def every_event() -> list[Event]:
             error="timeout",
             thread="sub-1",
         ),
+        ContextReset(keep_through="m4", keep_system=False, reason="clear", thread="sub-1"),
         ToolOutputChanged(
             action=ToolOutputAction.TRUNCATED,
             tool="bash",
@@ -229,6 +231,7 @@ def test_round_trip_events_with_only_defaults() -> None:
         UsageReported(usage=Usage()),
         Pruned(),
         Compacted(),
+        ContextReset(),
         DebugTopic(name="d"),
         SessionInfo(),
         MessageAdded(message=Message(id="x", role=Role.USER)),

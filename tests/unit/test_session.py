@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from inspector.core.model import (
     Compacted,
     ContextMeasured,
+    ContextReset,
     Event,
     FinalTurnForced,
     Message,
@@ -96,6 +97,30 @@ def test_compaction_removes_all_but_retained_and_system_messages() -> None:
     assert removed == {"u", "t"}
     assert s.in_context(1) == [0, 1, 2, 3]
     assert [s.record(i).id for i in s.in_context(2)] == ["s", "k", "sum"]
+
+
+def test_a_reset_drops_what_came_after_the_point_it_goes_back_to() -> None:
+    s = Session()
+    s.append(
+        [
+            msg("s", Role.SYSTEM, "a" * 40),
+            msg("u1", Role.USER, "b" * 40),
+            msg("a1", Role.ASSISTANT, "c" * 40),
+            msg("u2", Role.USER, "d" * 40),
+            ContextReset(keep_through="u1"),
+            msg("u2b", Role.USER, "e" * 8),
+            RequestSent(),
+            ContextReset(keep_through=None, reason="clear"),
+            RequestSent(),
+            ContextReset(keep_through="never-seen"),
+            RequestSent(),
+        ]
+    )
+    assert [s.record(i).id for i in s.in_context(1)] == ["s", "u1", "u2b"]
+    assert s.steps[0].estimated == 10 + 10 + 2
+    assert s.steps[1].messages == 1  # only the system message survives a clear
+    assert s.steps[2].messages == 1  # an unknown anchor changes nothing
+    assert s.steps[0].compactions == 0
 
 
 def test_a_failed_compaction_removes_nothing() -> None:
