@@ -44,7 +44,12 @@ def build_parser() -> argparse.ArgumentParser:
     stats.add_argument("files", nargs="+", type=Path, metavar="FILE")
     _common_options(stats)
     stats.add_argument("--format", "-F", dest="format_name", help="force an input format")
-    stats.add_argument("--json", action="store_true", help="print one JSON object per file")
+    stats.add_argument("--json", action="store_true", help="print one JSON object per session")
+    stats.add_argument(
+        "--merge",
+        action="store_true",
+        help="read several streams of one run (stdout and stderr) as one session",
+    )
     stats.add_argument(
         "--no-exact",
         action="store_true",
@@ -90,20 +95,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
 
-def _stats(args: argparse.Namespace) -> int:
+def _profile_factory(args: argparse.Namespace) -> Any:
     from inspector.config import build_profile
+    from inspector.formats.registry import FormatSpec
+
+    def profile_for(spec: FormatSpec) -> Any:
+        return build_profile(args.profile, args.config, args.sets, default=spec.default_profile)
+
+    return profile_for
+
+
+def _stats(args: argparse.Namespace) -> int:
     from inspector.core.stats import RunFacts, summarize
-    from inspector.loader import load_session, resolve_format
+    from inspector.loader import open_inputs
 
     results = []
-    for path in args.files:
-        spec = resolve_format(path, args.format_name)
-        profile = build_profile(args.profile, args.config, args.sets, default=spec.default_profile)
-        loaded = load_session(path, profile, format_spec=spec, count_exact=not args.no_exact)
+    opened = open_inputs(
+        args.files,
+        _profile_factory(args),
+        format_name=args.format_name,
+        count_exact=not args.no_exact,
+        merge=args.merge,
+    )
+    for loaded in opened:
         summary = summarize(
             loaded.session,
-            profile,
-            RunFacts(path=str(path), format=spec.name, tokenizer=loaded.tokenizer_label),
+            loaded.profile,
+            RunFacts(path=loaded.name, format=loaded.format.name, tokenizer=loaded.tokenizer_label),
         )
         results.append(summary)
     _emit(results, args.json, _render_stats)
@@ -182,6 +200,7 @@ def _demo(args: argparse.Namespace) -> int:
             format_name="native",
             json=args.json,
             no_exact=False,
+            merge=False,
         )
         return _stats(ns)
 

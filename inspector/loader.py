@@ -1,23 +1,26 @@
-"""From a path on disk to a session: detect the format, read it in chunks, feed the session.
+"""From paths on disk to sessions: detect formats, read inputs, feed sessions.
 
-This is where sources, formats and the session meet. Inputs are opened read-only.
+This is where sources, formats and the session meet. Inputs are opened read-only. One path can
+give several sessions (a project folder, a database of many sessions, sub-agent threads);
+``--merge`` makes one session of several streams of the same run.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from inspector.core.model import Message, SourceSpan
+from inspector.core.model import Event, Message, MessageAdded, RequestSent, SourceSpan
 from inspector.core.profiles import Profile
-from inspector.core.session import Session
+from inspector.core.session import MAIN_THREAD, Session
 from inspector.core.tokens import ENCODINGS, TokenCounter, encoding_for_model, get_counter
 from inspector.errors import InputError
 from inspector.formats.base import Parser
 from inspector.formats.registry import FormatSpec, detect, get_format, looks_binary, read_head
 from inspector.sources.reader import iter_chunks, read_span
 
-BATCH_EVENTS = 4096
+ProfileFactory = Callable[[FormatSpec], Profile]
 
 
 @dataclass
@@ -27,22 +30,31 @@ class LoadedSession:
     format: FormatSpec
     profile: Profile
     counter: TokenCounter
-    parser: Parser
+    parser: Parser | None
+    label: str = ""  # which session of the input, when it holds several
+    paths: list[Path] = field(default_factory=list)
 
     @property
     def tokenizer_label(self) -> str:
         return self.counter.info.label
 
+    @property
+    def name(self) -> str:
+        return f"{self.path}#{self.label}" if self.label else str(self.path)
+
 
 def resolve_format(path: Path, format_name: str | None) -> FormatSpec:
     """The format to read ``path`` with: forced by name, or detected from its head."""
-    if path.is_dir():
-        raise InputError("cannot read a folder here", f"{path} is a folder; name a file")
     head = read_head(path)
     if format_name:
-        if looks_binary(head.data):
+        spec = get_format(format_name)
+        if head.is_dir and not spec.folder:
+            raise InputError(
+                "cannot read a folder here", f"{path} is a folder; {spec.name} reads files"
+            )
+        if not head.is_dir and not head.is_sqlite and looks_binary(head.data):
             raise InputError("binary file", f"{path} is not a text log or transcript")
-        return get_format(format_name)
+        return spec
     return detect(path, head)
 
 
@@ -54,6 +66,21 @@ def counter_for(profile: Profile, model: str | None = None) -> TokenCounter:
     return get_counter(encoding_for_model(wanted or model))
 
 
+def new_session(
+    profile: Profile,
+    counter: TokenCounter,
+    *,
+    count_exact: bool,
+    body_reader: Callable[[SourceSpan], Sequence[Message]] | None = None,
+) -> Session:
+    return Session(
+        estimator=lambda message: profile.estimate(message, counter),
+        counter=counter,
+        count_exact=count_exact and counter.info.exact,
+        body_reader=body_reader,
+    )
+
+
 def load_session(
     path: Path,
     profile: Profile,
@@ -62,19 +89,14 @@ def load_session(
     count_exact: bool = True,
     counter: TokenCounter | None = None,
 ) -> LoadedSession:
-    """Read a whole saved input into a new session."""
+    """Read a whole saved stream input into a new session."""
     counter = counter or counter_for(profile)
     parser = format_spec.make_parser(0, str(path))
 
     def read_back(span: SourceSpan) -> list[Message]:
         return parser.messages_at(read_span(path, span.offset, span.length), span)
 
-    session = Session(
-        estimator=lambda message: profile.estimate(message, counter),
-        counter=counter,
-        count_exact=count_exact and counter.info.exact,
-        body_reader=read_back,
-    )
+    session = new_session(profile, counter, count_exact=count_exact, body_reader=read_back)
     session.add_source(str(path), format_spec.name)
     try:
         for chunk in iter_chunks(path):
@@ -84,4 +106,198 @@ def load_session(
         session.append(parser.finish())
     except OSError as exc:
         raise InputError("cannot read file", f"{path}: {exc.strerror or exc}") from None
-    return LoadedSession(session, path, format_spec, profile, counter, parser)
+    return LoadedSession(session, path, format_spec, profile, counter, parser, paths=[path])
+
+
+def open_inputs(
+    paths: Sequence[Path],
+    profile_for: ProfileFactory,
+    *,
+    format_name: str | None = None,
+    count_exact: bool = True,
+    merge: bool = False,
+) -> list[LoadedSession]:
+    """Every session the paths hold, each read with the profile chosen for its format."""
+    if merge and len(paths) > 1:
+        return [merge_streams(paths, profile_for, format_name=format_name, count_exact=count_exact)]
+    out: list[LoadedSession] = []
+    for path in paths:
+        out.extend(_open_one(path, profile_for, format_name, count_exact))
+    return out
+
+
+def _open_one(
+    path: Path, profile_for: ProfileFactory, format_name: str | None, count_exact: bool
+) -> list[LoadedSession]:
+    spec = resolve_format(path, format_name)
+    if spec.expand is not None and path.is_dir():
+        files = spec.expand(path)
+        if not files:
+            raise InputError("no sessions", f"{path} holds no {spec.name} sessions")
+        out: list[LoadedSession] = []
+        for file in files:
+            out.extend(_open_one(file, profile_for, None, count_exact))
+        return out
+    profile = profile_for(spec)
+    if spec.snapshot is not None:
+        return _open_snapshot(path, spec, profile, count_exact)
+    loaded = load_session(path, profile, format_spec=spec, count_exact=count_exact)
+    return [loaded, *split_threads(loaded)]
+
+
+def _open_snapshot(
+    path: Path, spec: FormatSpec, profile: Profile, count_exact: bool
+) -> list[LoadedSession]:
+    assert spec.snapshot is not None
+    counter = counter_for(profile)
+    try:
+        snapshots = spec.snapshot(path)
+    except OSError as exc:
+        raise InputError("cannot read input", f"{path}: {exc.strerror or exc}") from None
+    out = []
+    for snap in snapshots:
+        session = new_session(profile, counter, count_exact=count_exact)
+        session.add_source(str(path), spec.name)
+        session.append(snap.events)
+        loaded = LoadedSession(
+            session, path, spec, profile, counter, None, label=snap.label, paths=[path]
+        )
+        out.extend([loaded, *split_threads(loaded)])
+    return out
+
+
+def split_threads(loaded: LoadedSession) -> list[LoadedSession]:
+    """A session per sub-agent or sidechain thread, each as its own timeline."""
+    session = loaded.session
+    threads = [t for t in session.table.threads if t != MAIN_THREAD]
+    out = []
+    for thread in threads:
+        events = [_rethread(e) for e in _thread_events(session, thread)]
+        sub = new_session(
+            loaded.profile,
+            loaded.counter,
+            count_exact=session.count_exact,
+            body_reader=session.body_reader,
+        )
+        for source in session.sources:
+            sub.add_source(source.path, source.format)
+        sub.append(events)
+        sub.info["parent"] = loaded.name
+        sub.info["thread"] = thread
+        out.append(
+            LoadedSession(
+                sub,
+                loaded.path,
+                loaded.format,
+                loaded.profile,
+                loaded.counter,
+                loaded.parser,
+                label=thread,
+                paths=loaded.paths,
+            )
+        )
+    return out
+
+
+def _thread_events(session: Session, thread: str) -> Iterable[Event]:
+    for event in session.events():
+        if isinstance(event, MessageAdded):
+            if event.message.thread == thread:
+                yield event
+        elif getattr(event, "thread", None) == thread:
+            yield event
+
+
+def _rethread(event: Event) -> Event:
+    if isinstance(event, MessageAdded):
+        message = event.message.model_copy(update={"thread": MAIN_THREAD})
+        return event.model_copy(update={"message": message})
+    return event.model_copy(update={"thread": MAIN_THREAD})
+
+
+def merge_streams(
+    paths: Sequence[Path],
+    profile_for: ProfileFactory,
+    *,
+    format_name: str | None = None,
+    count_exact: bool = True,
+) -> LoadedSession:
+    """One session of several streams of the same run (an agent's stdout and stderr).
+
+    Events are ordered by timestamp where they have one. A stream without timestamps is
+    anchored on the requests of a stream that has them: its n-th request is the other stream's
+    n-th request (so a request is counted once), and its events between two requests take the
+    time of the request they follow. Otherwise a stream keeps its own order, after the others.
+    """
+    specs = [resolve_format(p, format_name) for p in paths]
+    for path, spec in zip(paths, specs, strict=True):
+        if spec.parser is None:
+            raise InputError("cannot merge", f"{path} ({spec.name}) is not a stream")
+    primary = next((s for s in specs if s.default_profile != "generic"), specs[0])
+    profile = profile_for(primary)
+    counter = counter_for(profile)
+    parsers = [
+        spec.make_parser(i, str(p)) for i, (p, spec) in enumerate(zip(paths, specs, strict=True))
+    ]
+    streams: list[list[Event]] = []
+    for path, parser in zip(paths, parsers, strict=True):
+        events: list[Event] = []
+        for chunk in iter_chunks(path):
+            events.extend(parser.feed(chunk))
+        events.extend(parser.finish())
+        streams.append(events)
+
+    def read_back(span: SourceSpan) -> list[Message]:
+        path = paths[span.source]
+        return parsers[span.source].messages_at(read_span(path, span.offset, span.length), span)
+
+    session = new_session(profile, counter, count_exact=count_exact, body_reader=read_back)
+    for path, spec in zip(paths, specs, strict=True):
+        session.add_source(str(path), spec.name)
+    session.append(merge_events(streams))
+    return LoadedSession(
+        session, paths[0], primary, profile, counter, parsers[0], label="merged", paths=list(paths)
+    )
+
+
+def merge_events(streams: list[list[Event]]) -> list[Event]:
+    """Order the events of several streams of one run (see ``merge_streams``)."""
+    timed = [any(e.timestamp for e in s) for s in streams]
+    keyed: list[tuple[str, int, int, Event]] = []
+    anchors = _request_times(streams, timed)
+    for index, events in enumerate(streams):
+        if timed[index]:
+            last = ""
+            for seq, event in enumerate(events):
+                last = event.timestamp or last
+                keyed.append((last, index, seq, event))
+        elif anchors:
+            # each event goes just before the timed stream's request it builds up to
+            requests = 0
+            for seq, event in enumerate(events):
+                if isinstance(event, RequestSent) and requests < len(anchors):
+                    requests += 1
+                    continue  # the timed stream already records this request
+                stamp = anchors[requests] if requests < len(anchors) else "\uffff"
+                keyed.append((stamp, index - len(streams), seq, event))
+        else:
+            for seq, event in enumerate(events):
+                keyed.append(("\uffff", index, seq, event))
+    keyed.sort(key=lambda item: (item[0], item[1], item[2]))
+    return [item[3] for item in keyed]
+
+
+def _request_times(streams: list[list[Event]], timed: list[bool]) -> list[str]:
+    """The times of the requests of the first timed stream that has any."""
+    for index, events in enumerate(streams):
+        if not timed[index]:
+            continue
+        times = []
+        last = ""
+        for event in events:
+            last = event.timestamp or last
+            if isinstance(event, RequestSent):
+                times.append(last)
+        if times:
+            return times
+    return []

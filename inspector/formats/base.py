@@ -161,6 +161,19 @@ class LineParser(Parser):
         except Exception as exc:  # a parser bug must not lose the rest of the file
             out.append(self.issue(span, f"unreadable record ({type(exc).__name__}: {exc})", line))
 
+    def messages_at(self, data: bytes, span: SourceSpan) -> list[Message]:
+        """Re-read one line's messages with a fresh parser, keeping the line's own span (ids
+        derived from line numbers or offsets come out as they did the first time)."""
+        fresh = type(self)(self.source, self.path)
+        line = data.rstrip(b"\r\n")
+        events: list[Event] = []
+        try:
+            events.extend(fresh.parse_line(line, span))
+        except Exception:
+            return []
+        events.extend(fresh.end_of_input())
+        return [e.message for e in events if isinstance(e, MessageAdded)]
+
     # -- hooks for subclasses -------------------------------------------------------------
 
     @abstractmethod
