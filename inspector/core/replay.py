@@ -1,0 +1,425 @@
+"""Replay: re-run a recorded session step by step under a profile and its policy.
+
+The replayed context starts as the recording's and diverges where the replayed policy decides
+differently. At each request the figure the replayed agent measures is the agent's own estimate
+of the replayed messages, plus what the recording's reported figure held beyond its messages
+(system prompt, tool schemas), as one ``overhead`` item at the head of the context. A log that
+holds only figures (no messages) is anchored on the recording instead: the replayed figure is
+the recorded one, plus what the recording removed that the replay did not, minus what the
+replay removed that the recording did not (``offset``); there the overhead item stands for the
+whole conversation the log does not show. Either way, a replay under the recording's own
+settings reproduces the recorded figures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from inspector.core.model import (
+    Compacted,
+    ContextReset,
+    FinalTurnForced,
+    Message,
+    MessageKind,
+    Origin,
+    Part,
+    PartType,
+    Pruned,
+    RequestSent,
+    Role,
+    ToolOutputAction,
+    ToolOutputChanged,
+)
+from inspector.core.policies import policy_for
+from inspector.core.policies.base import (
+    Action,
+    ContextItem,
+    Policy,
+    PolicyResult,
+    Summarizer,
+)
+from inspector.core.profiles import Profile
+from inspector.core.session import MAIN_THREAD, Flag, Session, StepState
+from inspector.core.window import Zone
+
+OVERHEAD_ID = "__overhead__"
+
+_KIND_OF_ACTION = {
+    Action.COMPACT: "compaction",
+    Action.PRUNE: "prune",
+    Action.FINAL_TURN: "final_turn",
+    Action.DROP: "dropped",
+    Action.TRUNCATE: "truncated",
+}
+_REDUCING = {"compaction", "prune"}
+
+
+@dataclass(frozen=True)
+class Decision:
+    step: int
+    kind: str  # compaction | prune | final_turn | dropped | truncated
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+    detail: str = ""
+    persistent: bool = True
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "kind": self.kind,
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+            "detail": self.detail,
+        }
+
+
+@dataclass
+class ReplayStep:
+    step: int
+    tokens: int  # the replayed context at the request, in the figure the agent measures
+    estimated: int  # the agent's own estimate of the replayed messages
+    exact: int | None  # exact count of the replayed messages, when known
+    recorded: int  # the recorded figure at this request
+    origin: Origin  # where the recorded figure came from
+    zone: Zone
+    messages: int
+    peak: int  # the highest figure of the step (before management)
+    decisions: list[Decision] = field(default_factory=list)
+    recorded_decisions: list[Decision] = field(default_factory=list)
+
+
+@dataclass
+class ReplayResult:
+    profile: Profile
+    steps: list[ReplayStep]
+    decisions: list[Decision]
+    recorded: list[Decision]
+    agreement: float
+    disagreements: list[dict[str, Any]]
+    results: list[tuple[int, PolicyResult]]  # every fired policy result, with its step
+    items: list[ContextItem]  # the replayed context at the end
+
+    @property
+    def tokens_saved(self) -> int:
+        return sum(
+            r.tokens_saved
+            for _, r in self.results
+            if r.action in (Action.COMPACT, Action.PRUNE, Action.TRUNCATE, Action.DROP)
+        )
+
+    def peak(self) -> tuple[int | None, int]:
+        best = max(self.steps, key=lambda s: s.peak, default=None)
+        return (best.step, best.peak) if best else (None, 0)
+
+
+Estimate = Callable[[Message], int]
+
+
+class _Context:
+    """The replayed context: items in order, with their total kept up to date."""
+
+    def __init__(self) -> None:
+        self.items: list[ContextItem] = []
+        self.total = 0
+
+    def append(self, item: ContextItem) -> None:
+        self.items.append(item)
+        self.total += item.tokens
+
+    def replace(self, items: Sequence[ContextItem]) -> None:
+        self.items = [i for i in items if i.id != OVERHEAD_ID]
+        self.total = sum(i.tokens for i in self.items)
+
+    def reset_after(self, keep_through: str | None, keep_system: bool) -> None:
+        ids = [item.id for item in self.items]
+        if keep_through is not None and keep_through not in ids:
+            return  # the point to go back to is not in the replayed context: nothing to undo
+        cut = ids.index(keep_through) + 1 if keep_through is not None else 0
+        tail = [i for i in self.items[cut:] if keep_system and i.message.role is Role.SYSTEM]
+        self.replace([*self.items[:cut], *tail])
+
+
+def replay(
+    session: Session,
+    profile: Profile,
+    *,
+    estimate: Estimate,
+    summarizer: Summarizer,
+    policy: Policy | None = None,
+    exact: Callable[[Message], int] | None = None,
+) -> ReplayResult:
+    """Replay ``session`` under ``profile``. Linear in the session's events."""
+    policy = policy or policy_for(profile.agent)
+    recorded_steps = session.steps
+    recorded = recorded_decisions(session)
+    recorded_by_step: dict[int, list[Decision]] = {}
+    for d in recorded:
+        recorded_by_step.setdefault(d.step, []).append(d)
+    has_messages = session.message_count > 0
+    context = _Context()
+    exact_total: int | None = 0 if exact is not None else None
+    exact_of: dict[str, int] = {}
+    steps: list[ReplayStep] = []
+    decisions: list[Decision] = []
+    results: list[tuple[int, PolicyResult]] = []
+    offset = 0
+    step = 0
+    skip_summary = False
+    dropped_sizes: dict[str, int] = {}
+
+    def count_exact(item: ContextItem) -> int:
+        assert exact is not None
+        value = exact_of.get(item.id)
+        if value is None:
+            value = exact_of[item.id] = exact(item.message)
+        return value
+
+    for raw in session.raw_events():
+        if isinstance(raw, int):
+            rec = session.record(raw)
+            if rec.thread != MAIN_THREAD or not rec.flags & Flag.VISIBLE:
+                continue
+            if skip_summary and rec.kind is MessageKind.SUMMARY:
+                skip_summary = False
+                continue  # the recording's own compaction summary: the replay writes its own
+            message = session.body(raw)
+            if rec.id in dropped_sizes:
+                message = _undropped(message, dropped_sizes.pop(rec.id))
+            item = ContextItem(message, estimate(message), raw)
+            if message.kind is MessageKind.TOOL_RESULT:
+                admitted = policy.admit(item, context.items, profile, estimate)
+                if admitted is not None and admitted.fired:
+                    item = _admitted_item(admitted, item)
+                    kind = _KIND_OF_ACTION.get(admitted.action, admitted.action.value)
+                    decision = Decision(
+                        step + 1,
+                        kind,
+                        admitted.tokens_before,
+                        admitted.tokens_after,
+                        admitted.reason,
+                    )
+                    decisions.append(decision)
+                    results.append((step + 1, admitted))
+                    if admitted.details.get("final_turn"):
+                        decisions.append(Decision(step + 1, "final_turn", detail=admitted.reason))
+            context.append(item)
+            continue
+        event = raw
+        if isinstance(event, RequestSent):
+            if event.thread != MAIN_THREAD:
+                continue
+            step += 1
+            state = recorded_steps[step - 1] if step - 1 < len(recorded_steps) else None
+            recorded_here = recorded_by_step.get(step, [])
+            recorded_reduction, recorded_persistent = _recorded_reduction(state, recorded_here)
+            recorded_tokens = state.tokens if state is not None else context.total
+            if has_messages:
+                # the replayed messages, plus what the recording's figure holds beyond its own
+                # messages (system prompt, tool schemas) when that figure was reported
+                overhead = _unshown(state)
+                pre = context.total + overhead
+            else:
+                pre = max(0, recorded_tokens + offset + recorded_reduction)
+                overhead = pre
+            items = _with_overhead(context.items, overhead, has_messages)
+            fired = policy.manage(items, profile, estimate, summarizer)
+            replayed_reduction = 0
+            replayed_persistent = 0
+            step_decisions: list[Decision] = []
+            for result in fired:
+                if not result.fired:
+                    continue
+                kind = _KIND_OF_ACTION.get(result.action, result.action.value)
+                persistent = bool(result.details.get("persistent", True))
+                step_decisions.append(
+                    Decision(
+                        step,
+                        kind,
+                        result.tokens_before,
+                        result.tokens_after,
+                        result.reason,
+                        persistent,
+                    )
+                )
+                results.append((step, result))
+                if kind in _REDUCING:
+                    saved = max(0, result.tokens_saved)
+                    replayed_reduction += saved
+                    if persistent:
+                        replayed_persistent += saved
+                        context.replace(result.items)
+            tokens = max(0, pre - replayed_reduction)
+            offset += recorded_persistent - replayed_persistent
+            decisions.extend(step_decisions)
+            if exact_total is not None and exact is not None:
+                exact_total = sum(count_exact(i) for i in context.items)
+            steps.append(
+                ReplayStep(
+                    step=step,
+                    tokens=tokens,
+                    estimated=context.total,
+                    exact=exact_total,
+                    recorded=recorded_tokens,
+                    origin=state.origin if state is not None else Origin.ESTIMATED,
+                    zone=profile.zone(pre),
+                    messages=len(context.items),
+                    peak=pre,
+                    decisions=step_decisions,
+                    recorded_decisions=list(recorded_here),
+                )
+            )
+        elif isinstance(event, Compacted):
+            if event.thread == MAIN_THREAD and not event.failed:
+                skip_summary = True
+        elif isinstance(event, ContextReset):
+            if event.thread == MAIN_THREAD:
+                context.reset_after(event.keep_through, event.keep_system)
+        elif isinstance(event, ToolOutputChanged) and (
+            event.action is ToolOutputAction.DROPPED
+            and event.message_id
+            and event.tokens is not None
+        ):
+            dropped_sizes[event.message_id] = event.tokens
+    agreement, disagreements = compare(recorded, decisions)
+    return ReplayResult(
+        profile, steps, decisions, recorded, agreement, disagreements, results, context.items
+    )
+
+
+def _unshown(state: StepState | None) -> int:
+    """What a reported figure holds beyond the agent's estimate of the recorded messages."""
+    if state is None or state.reported is None:
+        return 0
+    return max(0, state.reported - state.estimated)
+
+
+def _with_overhead(
+    items: list[ContextItem], overhead: int, has_messages: bool
+) -> list[ContextItem]:
+    if overhead <= 0:
+        return list(items)
+    role = Role.SYSTEM if has_messages else Role.USER
+    text = (
+        "(context the transcript does not show: system prompt, tool schemas)"
+        if has_messages
+        else "(the conversation, which this log does not show)"
+    )
+    message = Message(
+        id=OVERHEAD_ID,
+        role=role,
+        kind=MessageKind.META,
+        parts=(Part(type=PartType.TEXT, text=text),),
+    )
+    return [ContextItem(message, overhead), *items]
+
+
+def _admitted_item(result: PolicyResult, original: ContextItem) -> ContextItem:
+    for item in result.items:
+        if item.id == original.id:
+            return ContextItem(item.message, item.tokens, original.index)
+    return original
+
+
+def _undropped(message: Message, tokens: int) -> Message:
+    """A recorded tool output that the agent dropped, restored at its recorded size so the
+    replayed policy can decide again (its text is unknown: a placeholder of that size)."""
+    text = "(tool output the recording dropped; its content is unknown) " + "x" * (tokens * 4)
+    first = message.parts[0] if message.parts else None
+    part = Part(
+        type=PartType.TOOL_RESULT,
+        text=text,
+        tool_name=first.tool_name if first else None,
+        call_id=first.call_id if first else None,
+    )
+    return message.model_copy(update={"parts": (part,)})
+
+
+def _recorded_reduction(state: StepState | None, recorded_here: list[Decision]) -> tuple[int, int]:
+    """How much the recording's own prunes and compactions removed in this step's build-up
+    (all of it, and the part that persists to later steps)."""
+    if state is None:
+        return 0, 0
+    reducing = [d for d in recorded_here if d.kind in _REDUCING]
+    if not reducing:
+        return 0, 0
+    total = max(0, state.peak - state.tokens)
+    return total, total if any(d.persistent for d in reducing) else 0
+
+
+def recorded_decisions(session: Session) -> list[Decision]:
+    """What the agent did, as recorded: compactions, applied prunes, drops, final turns."""
+    out: list[Decision] = []
+    for index, event in session.non_message_events():
+        if isinstance(event, Compacted):
+            if event.thread == MAIN_THREAD and not event.failed:
+                out.append(
+                    Decision(
+                        session.step_at(index),
+                        "compaction",
+                        event.tokens_before,
+                        event.tokens_after,
+                        event.trigger,
+                    )
+                )
+        elif isinstance(event, Pruned):
+            if event.applied:
+                out.append(
+                    Decision(
+                        session.step_at(index),
+                        "prune",
+                        event.tokens_before,
+                        event.tokens_after,
+                        event.reason,
+                        event.persistent,
+                    )
+                )
+        elif isinstance(event, FinalTurnForced):
+            out.append(
+                Decision(
+                    session.step_at(index),
+                    "final_turn",
+                    event.projected_tokens,
+                    event.limit_tokens,
+                    event.reason,
+                )
+            )
+        elif isinstance(event, ToolOutputChanged):
+            kind = "dropped" if event.action is ToolOutputAction.DROPPED else "truncated"
+            out.append(
+                Decision(
+                    session.step_at(index), kind, event.tokens, event.tokens_after, event.tool or ""
+                )
+            )
+    return out
+
+
+def compare(
+    recorded: Sequence[Decision], replayed: Sequence[Decision]
+) -> tuple[float, list[dict[str, Any]]]:
+    """The share of recorded decisions reproduced at the same step, and every difference."""
+
+    def key(d: Decision) -> tuple[int, str]:
+        return d.step, d.kind
+
+    remaining: dict[tuple[int, str], int] = {}
+    for d in replayed:
+        remaining[key(d)] = remaining.get(key(d), 0) + 1
+    matched = 0
+    for d in recorded:
+        if remaining.get(key(d), 0) > 0:
+            remaining[key(d)] -= 1
+            matched += 1
+    agreement = matched / len(recorded) if recorded else 1.0
+    by_step: dict[int, tuple[list[str], list[str]]] = {}
+    for d in recorded:
+        by_step.setdefault(d.step, ([], []))[0].append(d.kind)
+    for d in replayed:
+        by_step.setdefault(d.step, ([], []))[1].append(d.kind)
+    disagreements = [
+        {"step": step, "recorded": sorted(rec), "replayed": sorted(rep)}
+        for step, (rec, rep) in sorted(by_step.items())
+        if sorted(rec) != sorted(rep)
+    ]
+    return agreement, disagreements

@@ -1,0 +1,198 @@
+"""Replay mechanics with a small threshold policy: anchoring, agreement, divergence."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from inspector.config import build_profile
+from inspector.core.model import (
+    Compacted,
+    ContextMeasured,
+    Event,
+    Message,
+    MessageAdded,
+    MessageKind,
+    Part,
+    PartType,
+    RequestSent,
+    Role,
+)
+from inspector.core.policies.base import (
+    Action,
+    ContextItem,
+    ItemChange,
+    ItemStatus,
+    PolicyResult,
+    summary_message,
+    total,
+    unchanged,
+)
+from inspector.core.profiles import Profile
+from inspector.core.replay import Decision, compare, recorded_decisions, replay
+from inspector.core.session import Session
+
+
+def chars4(message: Message) -> int:
+    return len(message.text) // 4
+
+
+class EchoSummarizer:
+    def summarize(self, messages: Sequence[Message], budget_tokens: int) -> str:
+        return "summary"
+
+
+@dataclass
+class ThresholdPolicy:
+    """Compacts to [system..., summary] when the context is above ``limit``."""
+
+    limit: int
+    name: str = "threshold"
+
+    def admit(self, item, items, profile, estimate):
+        return None
+
+    def manage(self, items, profile, estimate, summarizer):
+        tokens = total(items)
+        if tokens <= self.limit:
+            return []
+        kept = [i for i in items if i.message.role is Role.SYSTEM]
+        summary = ContextItem(summary_message("sum", "s" * 40), 10)
+        changes = [
+            ItemChange(
+                i.id,
+                ItemStatus.KEPT if i in kept else ItemStatus.SUMMARIZED,
+                i.tokens,
+                i.tokens if i in kept else 0,
+            )
+            for i in items
+        ]
+        return [
+            PolicyResult(
+                Action.COMPACT,
+                self.name,
+                True,
+                f"{tokens} > {self.limit}",
+                [*kept, summary],
+                [*changes, ItemChange("sum", ItemStatus.ADDED, 0, 10)],
+                tokens,
+                total([*kept, summary]),
+            )
+        ]
+
+    def prune(self, items, profile, estimate, *, force=False):
+        return unchanged(Action.PRUNE, self.name, items, "no prune")
+
+    def compact(self, items, profile, estimate, summarizer, *, force=False):
+        return unchanged(Action.COMPACT, self.name, items, "manual only in manage")
+
+    def truncate(self, items, profile, estimate, *, force=False):
+        return unchanged(Action.TRUNCATE, self.name, items, "no truncate")
+
+
+def msg(mid: str, role: Role, tokens: int, kind: MessageKind = MessageKind.MESSAGE) -> MessageAdded:
+    return MessageAdded(
+        message=Message(
+            id=mid, role=role, kind=kind, parts=(Part(type=PartType.TEXT, text="x" * tokens * 4),)
+        )
+    )
+
+
+def profile() -> Profile:
+    return build_profile("generic")
+
+
+def recorded_run() -> Session:
+    """System (10), then a tool output of 100 before each of 10 requests; the agent compacted
+    just before request 6 (610 tokens) down to system + summary (20)."""
+    s = Session(estimator=chars4)
+    events: list[Event] = [msg("sys", Role.SYSTEM, 10)]
+    for step in range(1, 11):
+        events.append(msg(f"t{step}", Role.TOOL, 100, MessageKind.TOOL_RESULT))
+        if step == 6:
+            events += [
+                Compacted(trigger="auto", retained_ids=()),
+                msg("sum-rec", Role.USER, 10, MessageKind.SUMMARY),
+            ]
+        events.append(RequestSent())
+    s.append(events)
+    return s
+
+
+def test_replaying_the_recorded_setting_reproduces_its_decisions_and_figures() -> None:
+    session = recorded_run()
+    recorded = [s.tokens for s in session.steps]
+    assert recorded[4] == 510 and recorded[5] == 20 and recorded[6] == 120
+    result = replay(
+        session,
+        profile(),
+        estimate=chars4,
+        summarizer=EchoSummarizer(),
+        policy=ThresholdPolicy(limit=600),
+    )
+    assert [d.kind for d in result.decisions] == ["compaction"]
+    assert result.decisions[0].step == 6
+    assert result.agreement == 1.0
+    assert result.disagreements == []
+    assert [s.tokens for s in result.steps] == recorded
+    assert result.steps[5].peak == 610
+
+
+def test_a_higher_threshold_postpones_the_compaction_and_reports_it() -> None:
+    session = recorded_run()
+    result = replay(
+        session,
+        profile(),
+        estimate=chars4,
+        summarizer=EchoSummarizer(),
+        policy=ThresholdPolicy(limit=750),
+    )
+    assert [d.step for d in result.decisions] == [8]
+    assert result.agreement == 0.0
+    assert {"step": 6, "recorded": ["compaction"], "replayed": []} in result.disagreements
+    assert {"step": 8, "recorded": [], "replayed": ["compaction"]} in result.disagreements
+    # step 7 keeps what the recording removed: 10 + 7 outputs of 100
+    assert result.steps[6].tokens == 710
+    assert result.steps[7].tokens == 20  # system + the replay's own summary
+    assert result.steps[7].peak == 810
+
+
+def test_a_figures_only_log_replays_through_the_overhead_item() -> None:
+    session = Session()
+    figures = [50_000, 90_000, 130_000, 150_000, 20_000, 60_000]
+    events: list[Event] = []
+    for i, tokens in enumerate(figures, start=1):
+        events.append(ContextMeasured(tokens=tokens))
+        if i == 4:
+            events.append(Compacted(tokens_before=150_000, tokens_after=10_000))
+        events.append(RequestSent())
+    session.append(events)
+    assert [s.tokens for s in session.steps] == [50_000, 90_000, 130_000, 10_000, 20_000, 60_000]
+    result = replay(
+        session,
+        profile(),
+        estimate=chars4,
+        summarizer=EchoSummarizer(),
+        policy=ThresholdPolicy(limit=100_000),
+    )
+    # compacts at step 3 (130,000 > 100,000); the recorded compaction at 4 is not repeated
+    assert [d.step for d in result.decisions] == [3]
+    assert result.steps[3].tokens == 150_000 - 130_000 + 10
+    assert result.steps[2].messages == 1  # only the summary is left of the unknown conversation
+
+
+def test_compare_matches_by_step_and_kind() -> None:
+    rec = [Decision(3, "compaction"), Decision(5, "final_turn")]
+    rep = [Decision(3, "compaction"), Decision(6, "final_turn")]
+    agreement, diffs = compare(rec, rep)
+    assert agreement == 0.5
+    assert diffs == [
+        {"step": 5, "recorded": ["final_turn"], "replayed": []},
+        {"step": 6, "recorded": [], "replayed": ["final_turn"]},
+    ]
+    assert compare([], [])[0] == 1.0
+
+
+def test_recorded_decisions_are_placed_at_their_steps() -> None:
+    session = recorded_run()
+    assert [(d.step, d.kind) for d in recorded_decisions(session)] == [(6, "compaction")]
