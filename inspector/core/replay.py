@@ -90,6 +90,15 @@ class ReplayStep:
     recorded_decisions: list[Decision] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class ActionRecord:
+    """One fired policy result with the step it fired at and the context it acted on."""
+
+    step: int
+    before: list[ContextItem]
+    result: PolicyResult
+
+
 @dataclass
 class ReplayResult:
     profile: Profile
@@ -98,15 +107,16 @@ class ReplayResult:
     recorded: list[Decision]
     agreement: float
     disagreements: list[dict[str, Any]]
-    results: list[tuple[int, PolicyResult]]  # every fired policy result, with its step
+    results: list[ActionRecord]  # every fired policy result
     items: list[ContextItem]  # the replayed context at the end
 
     @property
     def tokens_saved(self) -> int:
+        reducing = (Action.COMPACT, Action.PRUNE, Action.TRUNCATE, Action.DROP)
         return sum(
-            r.tokens_saved
-            for _, r in self.results
-            if r.action in (Action.COMPACT, Action.PRUNE, Action.TRUNCATE, Action.DROP)
+            record.result.tokens_saved
+            for record in self.results
+            if record.result.action in reducing
         )
 
     def peak(self) -> tuple[int | None, int]:
@@ -163,7 +173,7 @@ def replay(
     exact_of: dict[str, int] = {}
     steps: list[ReplayStep] = []
     decisions: list[Decision] = []
-    results: list[tuple[int, PolicyResult]] = []
+    results: list[ActionRecord] = []
     offset = 0
     step = 0
     skip_summary = False
@@ -189,6 +199,7 @@ def replay(
                 message = _undropped(message, dropped_sizes.pop(rec.id))
             item = ContextItem(message, estimate(message), raw)
             if message.kind is MessageKind.TOOL_RESULT:
+                original = item
                 admitted = policy.admit(item, context.items, profile, estimate)
                 if admitted is not None and admitted.fired:
                     item = _admitted_item(admitted, item)
@@ -201,7 +212,7 @@ def replay(
                         admitted.reason,
                     )
                     decisions.append(decision)
-                    results.append((step + 1, admitted))
+                    results.append(ActionRecord(step + 1, [original], admitted))
                     if admitted.details.get("final_turn"):
                         decisions.append(Decision(step + 1, "final_turn", detail=admitted.reason))
             context.append(item)
@@ -243,7 +254,7 @@ def replay(
                         persistent,
                     )
                 )
-                results.append((step, result))
+                results.append(ActionRecord(step, items, result))
                 if kind in _REDUCING:
                     saved = max(0, result.tokens_saved)
                     replayed_reduction += saved

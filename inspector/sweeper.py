@@ -1,0 +1,107 @@
+"""Running a sweep across cores: each worker process reads the session once, then replays it
+under its share of the combinations. Results come back in the order of the combinations."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from inspector.core.model import Message
+from inspector.core.policies.base import Summarizer
+from inspector.core.profiles import Profile
+from inspector.core.session import Session
+from inspector.core.sweep import SweepRow, run_one
+
+
+@dataclass(frozen=True)
+class SweepInput:
+    """What a worker needs to read the session by itself (sessions do not cross processes)."""
+
+    paths: tuple[Path, ...]
+    format_name: str | None
+    profile_name: str | None
+    config: Path | None
+    sets: tuple[str, ...]
+    merge: bool = False
+    index: int = 0  # which session of the input (a folder or database holds several)
+
+
+_WORKER: dict[str, Any] = {}
+
+
+def load_for_sweep(spec: SweepInput) -> tuple[Session, Profile]:
+    from inspector.config import build_profile
+    from inspector.formats.registry import FormatSpec
+    from inspector.loader import open_inputs
+
+    def profile_for(fmt: FormatSpec) -> Profile:
+        return build_profile(spec.profile_name, spec.config, spec.sets, default=fmt.default_profile)
+
+    opened = open_inputs(
+        list(spec.paths),
+        profile_for,
+        format_name=spec.format_name,
+        count_exact=False,
+        merge=spec.merge,
+    )
+    loaded = opened[spec.index]
+    return loaded.session, loaded.profile
+
+
+def estimator_for(profile: Profile) -> Callable[[Message], int]:
+    from inspector.loader import counter_for
+
+    counter = counter_for(profile)
+    return lambda message: profile.estimate(message, counter)
+
+
+def _init(spec: SweepInput, summarizer: Summarizer) -> None:
+    session, profile = load_for_sweep(spec)
+    _WORKER.update(session=session, profile=profile, summarizer=summarizer)
+
+
+def _run(settings: dict[str, Any]) -> SweepRow:
+    return run_one(
+        _WORKER["session"],
+        _WORKER["profile"],
+        settings,
+        estimate_for=estimator_for,
+        summarizer=_WORKER["summarizer"],
+    )
+
+
+def run_sweep(
+    spec: SweepInput,
+    combinations: Sequence[dict[str, Any]],
+    summarizer: Summarizer,
+    *,
+    workers: int | None = None,
+    on_row: Callable[[int, SweepRow], None] | None = None,
+) -> list[SweepRow]:
+    """Every combination's row, in order; ``workers=1`` runs in this process."""
+    workers = workers or len(os.sched_getaffinity(0))
+    if workers <= 1 or len(combinations) <= 1:
+        session, profile = load_for_sweep(spec)
+        rows = []
+        for i, settings in enumerate(combinations):
+            row = run_one(
+                session, profile, settings, estimate_for=estimator_for, summarizer=summarizer
+            )
+            rows.append(row)
+            if on_row:
+                on_row(i, row)
+        return rows
+    out: list[SweepRow] = []
+    chunk = max(1, len(combinations) // (workers * 4))
+    with ProcessPoolExecutor(
+        max_workers=workers, initializer=_init, initargs=(spec, summarizer)
+    ) as pool:
+        for i, row in enumerate(pool.map(_run, combinations, chunksize=chunk)):
+            out.append(row)
+            if on_row:
+                on_row(i, row)
+    return out
