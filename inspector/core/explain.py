@@ -1,0 +1,348 @@
+"""Explain: why a forced final turn, a dropped tool output, a compaction or a context-limit error
+happened, and the smallest change of one setting that would have avoided it.
+
+For each such event: the counters and the limit's composition at that moment, the first step at
+which the context crossed the limit, the largest messages in context, and per relevant setting
+the smallest change, found by replay (so every suggestion is one that replay confirms).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from inspector.core.model import (
+    Compacted,
+    FinalTurnForced,
+    GuardEvaluated,
+    LogLine,
+    Message,
+    ToolOutputAction,
+    ToolOutputChanged,
+)
+from inspector.core.policies.base import Summarizer
+from inspector.core.profiles import Profile, make_profile
+from inspector.core.replay import ReplayResult, replay
+from inspector.core.session import Session
+from inspector.errors import ConfigError
+
+CONTRIBUTORS = 5
+_CONTEXT_ERROR = re.compile(
+    r"context[_ ](?:length|window|limit)[^\n]{0,40}(?:exceed|too)|maximum context length|"
+    r"prompt is too long|too many tokens|input is too long",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Knob:
+    """A setting that can avoid an event when moved in ``direction`` (+1 up, -1 down)."""
+
+    setting: str
+    direction: int
+    bound: Callable[[Profile], float]
+    derived: str | None = None  # the settings() key holding the value when the field is None
+    step: float = 1
+
+
+def _times(factor: float, key: str = "context_window") -> Callable[[Profile], float]:
+    return lambda p: max(float(getattr(p, key) or 0) * factor, 1.0)
+
+
+def _const(value: float) -> Callable[[Profile], float]:
+    return lambda p: value
+
+
+KNOBS: dict[str, list[Knob]] = {
+    "aiagent": [
+        Knob("buffer_tokens", -1, _const(0)),
+        Knob("max_output_tokens", -1, _const(256), derived="max_output"),
+        Knob("tool_response_max_bytes", -1, _const(512)),
+        Knob("context_window", +1, _times(8)),
+    ],
+    "baseagent": [
+        Knob("compact_ratio", +1, _const(1.0), step=0.01),
+        Knob("output_reserve", -1, _const(0)),
+        Knob("context_window", +1, _times(8)),
+    ],
+    "opencode": [
+        Knob("output_limit", -1, _const(1024)),
+        Knob("context_window", +1, _times(8)),
+    ],
+    "guide": [
+        Knob("compact_ratio", +1, _const(0.99), step=0.01),
+        Knob("context_window", +1, _times(8)),
+    ],
+    "goagent": [
+        Knob("reserve_tokens", -1, _const(0)),
+        Knob("max_tokens", +1, _times(64, "max_tokens")),
+        Knob("context_window", +1, _const(2_000_000)),
+    ],
+    "fifth": [
+        Knob("capacity_trigger", +1, _const(100)),
+        Knob("level3_budget", +1, _times(8, "level3_budget")),
+    ],
+    "claude-code": [
+        Knob("autocompact_buffer_tokens", -1, _const(0), derived="autocompact_buffer"),
+        Knob("context_window", +1, _times(8)),
+    ],
+    "codex": [
+        Knob("auto_compact_token_limit", +1, _times(1.0), derived="threshold"),
+        Knob("context_window", +1, _times(8)),
+    ],
+    "generic": [
+        Knob("compact_ratio", +1, _const(1.0), step=0.01),
+        Knob("context_window", +1, _times(8)),
+    ],
+}
+
+_EVENT_KIND = {
+    "final_turn": "final_turn",
+    "dropped_tool_output": "dropped",
+    "compaction": "compaction",
+}
+
+
+@dataclass
+class Explanation:
+    step: int
+    event: str  # final_turn | dropped_tool_output | compaction | context_error
+    reason: str
+    projected_tokens: int | None
+    limit_tokens: int | None
+    limit_parts: dict[str, int]
+    first_crossed_step: int | None
+    counters: dict[str, int] | None
+    contributors: list[dict[str, Any]]
+    avoid: list[dict[str, Any]] = field(default_factory=list)
+    unavoidable: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "event": self.event,
+            "reason": self.reason,
+            "projected_tokens": self.projected_tokens,
+            "limit_tokens": self.limit_tokens,
+            "limit_parts": self.limit_parts,
+            "first_crossed_step": self.first_crossed_step,
+            "counters": self.counters,
+            "contributors": self.contributors,
+            "avoid": self.avoid,
+            "unavoidable": self.unavoidable,
+        }
+
+
+class Explainer:
+    """Explains every event of a session; replays are cached across events and knobs."""
+
+    def __init__(
+        self,
+        session: Session,
+        profile: Profile,
+        *,
+        estimate_for: Callable[[Profile], Callable[[Message], int]],
+        summarizer: Summarizer,
+        search: bool = True,
+    ) -> None:
+        self.session = session
+        self.profile = profile
+        self.estimate_for = estimate_for
+        self.summarizer = summarizer
+        self.search = search
+        self._replays: dict[tuple[str, float], ReplayResult | None] = {}
+
+    def explain(self) -> list[Explanation]:
+        out = []
+        for index, event in self.session.non_message_events():
+            item = self._explain_event(index, event)
+            if item is not None:
+                out.append(item)
+        return out
+
+    # -- one event -------------------------------------------------------------------------
+
+    def _explain_event(self, index: int, event: Any) -> Explanation | None:
+        step = self.session.step_at(index)
+        if isinstance(event, FinalTurnForced):
+            kind, reason = "final_turn", event.reason
+            projected, limit = event.projected_tokens, event.limit_tokens
+        elif isinstance(event, ToolOutputChanged) and event.action is ToolOutputAction.DROPPED:
+            kind = "dropped_tool_output"
+            reason = f"tool {event.tool or '?'} output of {event.tokens or '?'} tokens did not fit"
+            projected, limit = event.projected_tokens, event.limit_tokens
+        elif isinstance(event, Compacted) and not event.failed:
+            kind, reason = "compaction", f"{event.trigger} compaction"
+            projected = event.tokens_before
+            limit = self.profile.threshold()
+        elif isinstance(event, LogLine) and _CONTEXT_ERROR.search(event.text):
+            kind, reason = "context_error", event.text[:200]
+            projected, limit = None, self.profile.limit_parts().effective
+        else:
+            return None
+        guard = self._guard_at(step)
+        parts = self._limit_parts(guard)
+        if projected is None:
+            projected = self._tokens_at(step, guard)
+        if limit is None:
+            limit = parts["window"] - parts["buffer"] - parts["max_output"]
+        explanation = Explanation(
+            step=step,
+            event=kind,
+            reason=reason,
+            projected_tokens=projected,
+            limit_tokens=limit,
+            limit_parts=parts,
+            first_crossed_step=self._first_crossed(step, limit),
+            counters=_counters(guard),
+            contributors=self._contributors(step),
+        )
+        if self.search and kind in _EVENT_KIND:
+            self._find_avoiders(explanation, _EVENT_KIND[kind])
+        return explanation
+
+    def _guard_at(self, step: int) -> GuardEvaluated | None:
+        states = self.session.all_steps()
+        for state in reversed(states[:step]):
+            if state.guard is not None:
+                return state.guard
+        return None
+
+    def _limit_parts(self, guard: GuardEvaluated | None) -> dict[str, int]:
+        if guard is not None and guard.targets:
+            target = next((t for t in guard.targets if t.blocked), guard.targets[0])
+            return {
+                "window": target.context_window,
+                "buffer": target.buffer_tokens,
+                "max_output": target.max_output_tokens,
+            }
+        parts = self.profile.limit_parts()
+        return {"window": parts.window, "buffer": parts.buffer, "max_output": parts.max_output}
+
+    def _tokens_at(self, step: int, guard: GuardEvaluated | None) -> int:
+        if guard is not None:
+            return guard.projection
+        states = self.session.all_steps()
+        return states[step - 1].peak if 0 < step <= len(states) else 0
+
+    def _first_crossed(self, step: int, limit: int | None) -> int | None:
+        if limit is None:
+            return None
+        states = self.session.all_steps()[:step]
+        first = None
+        for state in reversed(states):
+            figure = state.guard.projection if state.guard is not None else state.peak
+            if figure > limit:
+                first = state.step
+            else:
+                break
+        return first
+
+    def _contributors(self, step: int) -> list[dict[str, Any]]:
+        records = [self.session.record(i) for i in self.session.in_context(step)]
+        records.sort(key=lambda r: r.tokens()[0], reverse=True)
+        return [
+            {
+                "step": r.step_added,
+                "kind": r.kind.value,
+                "role": r.role.value,
+                "tool": r.tool_name,
+                "tokens": r.tokens()[0],
+                "id": r.id,
+            }
+            for r in records[:CONTRIBUTORS]
+        ]
+
+    # -- the smallest change that avoids it ------------------------------------------------
+
+    def _find_avoiders(self, explanation: Explanation, kind: str) -> None:
+        for knob in KNOBS.get(self.profile.agent, []):
+            current = self._current(knob)
+            if current is None:
+                continue
+            bound = knob.bound(self.profile)
+            if (bound - current) * knob.direction <= 0:
+                continue
+            if not self._avoids(knob, bound, kind, explanation.step):
+                explanation.unavoidable.append(knob.setting)
+                continue
+            value = self._smallest(knob, current, bound, kind, explanation.step)
+            explanation.avoid.append(
+                {"setting": knob.setting, "value": value, "from": _plain(current)}
+            )
+
+    def _current(self, knob: Knob) -> float | None:
+        value = getattr(self.profile, knob.setting, None)
+        if value is None and knob.derived:
+            value = self.profile.settings().get(knob.derived)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return None
+        return float(value)
+
+    def _smallest(
+        self, knob: Knob, current: float, bound: float, kind: str, step: int
+    ) -> int | float:
+        """Binary search between the current value (event happens) and ``bound`` (avoided)."""
+        scale = 1 / knob.step
+        lo = round(current * scale)  # fails
+        hi = round(bound * scale)  # avoids
+        while abs(hi - lo) > 1:
+            mid = (lo + hi) // 2
+            if self._avoids(knob, mid / scale, kind, step):
+                hi = mid
+            else:
+                lo = mid
+        return _plain(hi / scale)
+
+    def _avoids(self, knob: Knob, value: float, kind: str, step: int) -> bool:
+        result = self._replay_with(knob.setting, value)
+        if result is None:
+            return False
+        return not any(d.kind == kind and d.step <= step for d in result.decisions)
+
+    def _replay_with(self, setting: str, value: float) -> ReplayResult | None:
+        key = (setting, value)
+        if key not in self._replays:
+            overrides = {
+                **self.profile.model_dump(exclude_defaults=True, exclude={"name", "agent"}),
+                setting: _typed(self.profile, setting, value),
+            }
+            try:
+                profile = make_profile(self.profile.name, overrides)
+            except ConfigError:
+                self._replays[key] = None
+            else:
+                self._replays[key] = replay(
+                    self.session,
+                    profile,
+                    estimate=self.estimate_for(profile),
+                    summarizer=self.summarizer,
+                )
+        return self._replays[key]
+
+
+def _typed(profile: Profile, setting: str, value: float) -> int | float:
+    field_info = type(profile).model_fields.get(setting)
+    annotation = str(field_info.annotation) if field_info is not None else ""
+    if "float" in annotation:
+        return round(value, 6)
+    return round(value)
+
+
+def _plain(value: float) -> int | float:
+    return int(value) if float(value).is_integer() else round(value, 6)
+
+
+def _counters(guard: GuardEvaluated | None) -> dict[str, int] | None:
+    if guard is None:
+        return None
+    return {
+        "current": guard.current,
+        "pending": guard.pending,
+        "new": guard.new,
+        "schema": guard.schema_tokens,
+        "extra": guard.extra,
+        "projected": guard.projection,
+    }
