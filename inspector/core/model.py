@@ -187,6 +187,7 @@ class ContextMeasured(_Event):
     percent: float | None = None
     origin: Origin = Origin.REPORTED
     label: str = ""  # which counter or log line this came from
+    thread: str = "main"
 
 
 class GuardTarget(_Model):
@@ -219,6 +220,7 @@ class GuardEvaluated(_Event):
     targets: tuple[GuardTarget, ...] = ()
     status: GuardStatus | None = None
     trigger: str | None = None  # turn_preflight / tool_preflight / ...
+    thread: str = "main"
 
     @property
     def projection(self) -> int:
@@ -290,6 +292,7 @@ class ToolOutputChanged(_Event):
     projected_tokens: int | None = None
     limit_tokens: int | None = None
     replacement: str | None = None
+    thread: str = "main"
 
 
 class FinalTurnForced(_Event):
@@ -301,6 +304,7 @@ class FinalTurnForced(_Event):
     model: str | None = None
     turn: int | None = None
     max_turns: int | None = None
+    thread: str = "main"
 
 
 class DebugTopic(_Event):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -203,11 +204,15 @@ def _sniff(spec: FormatSpec, head: Head) -> float:
 
 
 def _extension_hint(path: Path, spec: FormatSpec) -> bool:
-    return path.suffix.lstrip(".") in spec.reads
+    """Whether the format's ``reads`` names this file's extension (``.json`` is not ``.jsonl``)."""
+    suffix = path.suffix.lower()
+    if not suffix:
+        return False
+    return re.search(re.escape(suffix) + r"(?![\w])", spec.reads.lower()) is not None
 
 
 def _by_extension(path: Path) -> FormatSpec | None:
     for spec in all_formats():
-        if path.suffix and _extension_hint(path, spec):
+        if spec.parser is not None and _extension_hint(path, spec):
             return spec
     return None

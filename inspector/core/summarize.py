@@ -1,0 +1,933 @@
+"""The summaries a compaction keeps: a local extractive summarizer and an OpenAI-compatible client.
+
+Policies take a ``Summarizer`` (``inspector.core.policies.base``): anything with
+``summarize(messages, budget_tokens) -> str``. Two live here:
+
+- ``LocalSummarizer``, the default: deterministic, offline, extractive. It keeps what compaction
+  prompts ask an agent to keep (the task, the files, the commands, the errors and their fixes,
+  the decisions, the next steps), one fact per line under a section header, and drops the
+  least valuable lines until the text fits the budget.
+- ``OpenAICompatibleSummarizer``: one ``POST {base_url}/chat/completions`` to a server the user
+  configured (llama.cpp, vLLM, Ollama's ``/v1``, OpenAI, ...), with the standard library only.
+  It is the only network call the inspector makes, and only when asked (DESIGN.md, decision 9).
+
+Both raise before returning anything, so a failed summary never leaves a half-built context:
+policies call ``summarize`` before they change anything.
+"""
+
+from __future__ import annotations
+
+import difflib
+import http.client
+import ipaddress
+import json
+import math
+import os
+import re
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from inspector.core.estimate import Counter
+from inspector.core.model import Message, MessageKind, Part, PartType, Role
+from inspector.core.policies.base import Summarizer
+from inspector.errors import ConfigError, InspectorError
+
+__all__ = [
+    "LocalSummarizer",
+    "OpenAICompatibleSummarizer",
+    "SummarizerError",
+    "render_conversation",
+    "summarizer_from_config",
+    "system_prompt",
+]
+
+
+class SummarizerError(InspectorError):
+    """A summary could not be written: the server timed out, failed, replied nonsense, or the
+    API key is missing. The message is one line and never contains the key."""
+
+
+# --------------------------------------------------------------------------------------------
+# Text helpers
+
+_SPACES = re.compile(r"\s+")
+
+
+def _one_line(text: str) -> str:
+    return _SPACES.sub(" ", text).strip()
+
+
+def _chars_over_four(text: str) -> int:
+    """The default measure: a token per four characters, rounded up (never under-counts)."""
+    return -(-len(text) // 4)
+
+
+def _content_texts(message: Message) -> list[str]:
+    return [
+        p.text
+        for p in message.parts
+        if p.type in (PartType.TEXT, PartType.TOOL_RESULT, PartType.ATTACHMENT) and p.text
+    ]
+
+
+def _plain_texts(message: Message) -> list[str]:
+    return [p.text for p in message.parts if p.type is PartType.TEXT and p.text]
+
+
+def _tool_calls(message: Message) -> list[Part]:
+    return [p for p in message.parts if p.type is PartType.TOOL_CALL]
+
+
+def _parse_json(text: str | None) -> tuple[bool, Any]:
+    if not text:
+        return False, None
+    try:
+        return True, json.loads(text)
+    except ValueError:
+        return False, text
+
+
+def _strings(value: Any) -> Iterable[tuple[str | None, str]]:
+    """Every string in a decoded JSON value, with the key it sits under."""
+    stack: list[tuple[str | None, Any]] = [(None, value)]
+    out: list[tuple[str | None, str]] = []
+    while stack:
+        key, current = stack.pop()
+        if isinstance(current, str):
+            out.append((key, current))
+        elif isinstance(current, dict):
+            stack.extend((str(k), v) for k, v in reversed(list(current.items())))
+        elif isinstance(current, list):
+            stack.extend((key, v) for v in reversed(current))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# What the local summarizer extracts
+
+_EXTENSION_LIST = (
+    "py pyi pyx js mjs cjs ts tsx jsx json jsonl md mdx rst txt toml yaml yml ini cfg conf go "
+    "rs c h cc cpp cxx hpp cs java kt kts scala rb php pl swift m mm sh bash zsh fish ps1 bat "
+    "fs fth 4th sql html htm css scss sass less vue svelte xml csv tsv log lock env mod sum "
+    "gradle proto graphql tf lua r dart ex exs erl hs ml clj el vim ipynb png jpg jpeg gif svg "
+    "pdf zip gz tgz tar db sqlite patch diff tcss"
+)
+_EXTENSIONS = frozenset(_EXTENSION_LIST.split())
+_BARE_FILES = frozenset({"Makefile", "Dockerfile", "Justfile", "Gemfile", "Rakefile", "Procfile"})
+_PATH_KEYS = frozenset(
+    {
+        "path",
+        "paths",
+        "file",
+        "files",
+        "file_path",
+        "filepath",
+        "filename",
+        "target_file",
+        "notebook_path",
+        "old_path",
+        "new_path",
+        "source",
+        "destination",
+        "dir",
+        "directory",
+    }
+)
+_COMMAND_KEYS = ("command", "cmd", "script", "commandLine", "command_line")
+_SHELL_TOOLS = frozenset(
+    {
+        "bash",
+        "sh",
+        "zsh",
+        "shell",
+        "exec",
+        "exec_command",
+        "execute",
+        "execute_command",
+        "run",
+        "run_command",
+        "run_shell_command",
+        "run_terminal_cmd",
+        "terminal",
+        "local_shell",
+        "container.exec",
+        "powershell",
+        "cmd",
+        "command",
+    }
+)
+_TOKEN = re.compile(r"[^\s'\"`()\[\]{}<>,;|=]+")
+_LINE_SUFFIX = re.compile(r"(?::\d+){1,2}$")
+_PATH_CHARS = re.compile(r"[\w./~+@-]+")
+_LETTER = re.compile(r"[A-Za-z]")
+_TWO_LETTERS = re.compile(r"[A-Za-z]{2}")
+_EMAIL = re.compile(r"^[^/]+@[^/]+\.[A-Za-z]+$")
+_DOLLAR = re.compile(r"^\s*\$ (.+?)\s*$", re.MULTILINE)
+_ERROR = re.compile(
+    r"(?i:\b(?:errors?|exceptions?|traceback|failed|failures?|fatal|panic(?:ked)?)\b)"
+    r"|[a-z](?:Error|Exception)\b"  # IndexError, NullPointerException
+)
+_NOT_ERROR = re.compile(
+    r"\b(?:0|no|zero|without)\s+(?:errors?|exceptions?|failures?|failed)\b", re.IGNORECASE
+)
+_DECISION = re.compile(
+    r"\b(decided|decide|decision|will|won't|instead|because|chose|choose|opted|going to|"
+    r"i'll|we'll|prefer|rather than|switch(?:ed|ing)? to)\b",
+    re.IGNORECASE,
+)
+_PLAN = re.compile(
+    r"\b(todo|to-do|next|then|i will|i'll|we will|we'll|let's|need to|needs to|should|"
+    r"remaining|left to|still|plan|going to)\b",
+    re.IGNORECASE,
+)
+_LIST_ITEM = re.compile(r"^\s*(?:[-*•]\s+(?:\[[ xX]\]\s*)?|\d+[.)]\s+)")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
+_DECORATION = re.compile(r"^[=\-*#_~ ]{3,}|[=\-*#_~ ]{3,}$")
+_MIN_SENTENCE = 12
+_ERRORS_PER_MESSAGE = 3
+
+
+def _looks_like_path(token: str) -> bool:
+    if not 2 <= len(token) <= 300 or "://" in token or not _PATH_CHARS.fullmatch(token):
+        return False
+    if _EMAIL.match(token) or not _LETTER.search(token):
+        return False
+    last = token.rstrip("/").rsplit("/", 1)[-1]
+    stem, dot, ext = last.rpartition(".")
+    has_ext = bool(dot and stem.strip(".") and ext in _EXTENSIONS)
+    if "/" not in token:
+        return has_ext or token in _BARE_FILES
+    if token.startswith(("/", "./", "../", "~/")):
+        segments = [s for s in token.split("/") if s not in ("", ".", "..", "~")]
+        return any(_TWO_LETTERS.search(s) for s in segments)
+    if has_ext or last in _BARE_FILES:
+        return True
+    segments = token.rstrip("/").split("/")
+    return len(segments) >= 3 and all(len(s) >= 2 for s in segments)
+
+
+def _paths_in(text: str) -> list[str]:
+    found: list[str] = []
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        if "/" not in token and "." not in token and token not in _BARE_FILES:
+            continue  # most words: no path without a slash or an extension
+        token = token.strip(".:!?")
+        token = _LINE_SUFFIX.sub("", token)
+        if _looks_like_path(token):
+            found.append(token)
+    return found
+
+
+def _is_shell_tool(name: str | None) -> bool:
+    if not name:
+        return False
+    lowered = name.lower()
+    return lowered in _SHELL_TOOLS or "bash" in lowered or "shell" in lowered
+
+
+def _command_of(part: Part) -> str | None:
+    parsed, value = _parse_json(part.arguments)
+    command: Any = None
+    if parsed and isinstance(value, dict):
+        for key in _COMMAND_KEYS:
+            if key in value:
+                command = value[key]
+                break
+    elif isinstance(value, list | str):
+        command = value
+    if isinstance(command, list) and all(isinstance(c, str) for c in command):
+        if len(command) >= 3 and command[1] in ("-c", "-lc") and command[0].endswith("sh"):
+            command = command[-1]
+        else:
+            command = " ".join(command)
+    if not isinstance(command, str) or not command.strip():
+        return None
+    return _first_line(command)
+
+
+def _first_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if len(lines) <= 1:
+        return lines[0] if lines else ""
+    return f"{lines[0]} (+{len(lines) - 1} more lines)"
+
+
+def _sentences(text: str) -> list[str]:
+    out: list[str] = []
+    for line in text.splitlines():
+        line = _LIST_ITEM.sub("", line).strip()
+        if line:
+            out.extend(s.strip() for s in _SENTENCE_END.split(line) if s.strip())
+    return out
+
+
+def _is_error_line(line: str) -> bool:
+    if not _ERROR.search(line) or _NOT_ERROR.search(line):
+        return False
+    return len(re.findall(r"[A-Za-z]+", line)) >= 2  # not a banner such as "=== FAILURES ==="
+
+
+def _undecorated(line: str) -> str:
+    """A line without its banner rules (``=== 1 failed ===`` -> ``1 failed``)."""
+    return _DECORATION.sub("", _one_line(line))
+
+
+def _is_heading(line: str) -> bool:
+    line = line.strip()
+    return line.endswith(":") and len(line) <= 40
+
+
+@dataclass(frozen=True)
+class _Section:
+    key: str
+    header: str
+    weight: float  # a line's value is its section's weight plus its recency in the section
+
+
+# Our own wording. Output order is this order; the weights say what goes first when the budget
+# is short (commands before files, files before decisions, ..., the first request last).
+_SECTIONS: tuple[_Section, ...] = (
+    _Section("task", "Task (what the user asked):", 5.0),
+    _Section("earlier", "Carried over from an earlier summary:", 4.5),
+    _Section("files", "Files touched:", 2.5),
+    _Section("commands", "Commands run:", 2.0),
+    _Section("errors", "Errors and what was done about them:", 3.5),
+    _Section("decisions", "Decisions and their reasons:", 3.0),
+    _Section("next", "Where it stopped, next steps:", 4.0),
+)
+_FIRST_REQUEST_BONUS = 100.0
+
+
+class _Ordered:
+    """Distinct lines in order of their latest mention."""
+
+    def __init__(self) -> None:
+        self._lines: dict[str, None] = {}
+
+    def add(self, line: str) -> None:
+        line = _one_line(line)
+        if line:
+            self._lines.pop(line, None)
+            self._lines[line] = None
+
+    def lines(self) -> list[str]:
+        return list(self._lines)
+
+
+def _extract(messages: Sequence[Message]) -> dict[str, list[str]]:
+    requests: list[str] = []
+    earlier = _Ordered()
+    files = _Ordered()
+    commands = _Ordered()
+    errors = _Ordered()
+    decisions = _Ordered()
+
+    assistant_texts = [
+        "\n".join(_plain_texts(m)) if m.role is Role.ASSISTANT else "" for m in messages
+    ]
+
+    def resolution_after(index: int) -> str:
+        for text in assistant_texts[index + 1 :]:
+            if not text.strip():
+                continue
+            for line in text.splitlines():
+                if line.strip() and not _is_error_line(line) and not _is_heading(line):
+                    sentences = _sentences(line)
+                    return sentences[0] if sentences else ""
+            return ""
+        return ""
+
+    for index, message in enumerate(messages):
+        if message.kind is MessageKind.META:
+            continue
+        if message.kind is MessageKind.SUMMARY:
+            for text in _content_texts(message):
+                for line in text.splitlines():
+                    line = _LIST_ITEM.sub("", line).strip()
+                    if line and not line.endswith(":"):
+                        earlier.add(line)
+            continue
+        texts = _content_texts(message)
+        if message.role is Role.USER and message.kind is MessageKind.MESSAGE:
+            request = _one_line(" ".join(_plain_texts(message)))
+            if request:
+                requests.append(request)
+        for text in texts:
+            for path in _paths_in(text):
+                files.add(path)
+            for match in _DOLLAR.finditer(text):
+                commands.add(match.group(1))
+        for call in _tool_calls(message):
+            parsed, value = _parse_json(call.arguments)
+            if parsed:
+                for key, string in _strings(value):
+                    if key in _PATH_KEYS and "\n" not in string and 0 < len(string) < 300:
+                        files.add(string.strip())
+                    else:
+                        for path in _paths_in(string):
+                            files.add(path)
+            elif isinstance(value, str):
+                for path in _paths_in(value):
+                    files.add(path)
+            if _is_shell_tool(call.tool_name):
+                command = _command_of(call)
+                if command:
+                    commands.add(command)
+        if message.role is not Role.SYSTEM and message.role is not Role.DEVELOPER:
+            found: list[str] = []
+            for part in message.parts:
+                if part.type not in (PartType.TEXT, PartType.TOOL_RESULT) or not part.text:
+                    continue
+                raw_lines = part.text.splitlines()
+                hits = [
+                    line
+                    for line in (_undecorated(r) for r in raw_lines if _ERROR.search(r))
+                    if line and _is_error_line(line)
+                ]
+                if not hits and part.is_error:
+                    hits = [line for line in map(_undecorated, raw_lines) if line][:1]
+                found.extend(hits)
+            distinct = list(dict.fromkeys(found))[-_ERRORS_PER_MESSAGE:]
+            if distinct:
+                fix = resolution_after(index)
+                for line in distinct[:-1]:
+                    errors.add(line)
+                errors.add(f"{distinct[-1]} → {fix}" if fix else distinct[-1])
+        if message.role is Role.ASSISTANT:
+            for sentence in _sentences(assistant_texts[index]):
+                if len(sentence) >= _MIN_SENTENCE and _DECISION.search(sentence):
+                    decisions.add(sentence)
+
+    next_steps: list[str] = []
+    last = next((t for t in reversed(assistant_texts) if t.strip()), "")
+    if last:
+        for line in last.splitlines():
+            if not line.strip() or _is_heading(line):
+                continue
+            if _LIST_ITEM.match(line) or re.match(r"\s*(todo|next)\b", line, re.IGNORECASE):
+                next_steps.append(_one_line(_LIST_ITEM.sub("", line)))
+                continue
+            next_steps.extend(
+                s for s in _sentences(line) if len(s) >= _MIN_SENTENCE and _PLAN.search(s)
+            )
+        if not next_steps:
+            sentences = _sentences(last)
+            if sentences:
+                next_steps.append(f"last said: {sentences[-1]}")
+    next_steps = list(dict.fromkeys(_one_line(s) for s in next_steps if s.strip()))
+    planned = set(next_steps)
+
+    task = []
+    if requests:
+        task.append(f"first: {requests[0]}")
+        later = list(dict.fromkeys(r for r in requests[1:] if r != requests[0]))
+        task.extend(f"then: {r}" for r in later)
+    return {
+        "task": task,
+        "earlier": earlier.lines(),
+        "files": files.lines(),
+        "commands": commands.lines(),
+        "errors": errors.lines(),
+        "decisions": [d for d in decisions.lines() if d not in planned],
+        "next": next_steps,
+    }
+
+
+@dataclass(frozen=True)
+class _Line:
+    section: int
+    position: int  # within the section, oldest first
+    value: float
+    text: str
+
+
+class LocalSummarizer:
+    """An extractive summary, offline and deterministic (the same messages give the same text).
+
+    ``counter`` measures the budget (anything with ``count(text) -> int``); without one a token
+    is four characters, rounded up. Lines are whole facts: when the budget is short the least
+    valuable lines go first (within a section, the oldest); a line is cut only when it is the
+    last one left and alone longer than the budget.
+    """
+
+    def __init__(self, counter: Counter | None = None) -> None:
+        self._counter = counter
+
+    def measure(self, text: str) -> int:
+        if not text:
+            return 0
+        return self._counter.count(text) if self._counter is not None else _chars_over_four(text)
+
+    def summarize(self, messages: Sequence[Message], budget_tokens: int) -> str:
+        if budget_tokens <= 0:
+            return ""
+        extracted = _extract(messages)
+        lines: list[_Line] = []
+        for s_index, section in enumerate(_SECTIONS):
+            items = extracted[section.key]
+            count = len(items)
+            for position, text in enumerate(items):
+                value = section.weight + (position + 1) / (count + 1)
+                if section.key == "task" and position == 0:
+                    value += _FIRST_REQUEST_BONUS
+                lines.append(_Line(s_index, position, value, text))
+        if not lines:
+            return ""
+        order = sorted(
+            range(len(lines)),
+            key=lambda i: (lines[i].value, -lines[i].section, lines[i].position),
+        )
+        rank = [0] * len(lines)  # a line is dropped when its rank is below the count dropped
+        for place, index in enumerate(order):
+            rank[index] = place
+        drop_order = [lines[i] for i in order]
+
+        def render(dropped: int) -> str:
+            blocks: list[str] = []
+            for s_index, section in enumerate(_SECTIONS):
+                body = [
+                    f"- {line.text}"
+                    for i, line in enumerate(lines)
+                    if line.section == s_index and rank[i] >= dropped
+                ]
+                if body:
+                    blocks.append("\n".join([section.header, *body]))
+            return "\n\n".join(blocks)
+
+        low, high = 0, len(lines)  # the fewest lines to drop so that the text fits
+        while low < high:
+            middle = (low + high) // 2
+            if self.measure(render(middle)) <= budget_tokens:
+                high = middle
+            else:
+                low = middle + 1
+        while low < len(lines) and self.measure(render(low)) > budget_tokens:
+            low += 1  # a real tokenizer is not always monotone in removed lines
+        if low < len(lines):
+            return render(low)
+        return self._cut(drop_order[-1].text, budget_tokens)
+
+    def _cut(self, text: str, budget_tokens: int) -> str:
+        """The one line left, alone, cut to the budget when it is longer."""
+        if self.measure(text) <= budget_tokens:
+            return text
+        low, high = 0, len(text)  # the longest prefix that fits with its ellipsis
+        while low < high:
+            middle = (low + high + 1) // 2
+            if self.measure(text[:middle].rstrip() + "…") <= budget_tokens:
+                low = middle
+            else:
+                high = middle - 1
+        if low == 0:
+            return ""
+        return text[:low].rstrip() + "…"
+
+
+# --------------------------------------------------------------------------------------------
+# OpenAI-compatible endpoint
+
+MAX_PART_CHARS = 8_000  # a longer part is sent as its head and tail
+MAX_REPLY_BYTES = 16 * 1024 * 1024
+MAX_BACKOFF_SECONDS = 5.0
+_SNIPPET = 160
+
+
+def system_prompt(budget_tokens: int) -> str:
+    """The instructions sent with the conversation (our wording)."""
+    return (
+        "You write the summary that will replace the earlier part of a conversation between a "
+        "user and a coding agent, so that the agent can carry on with the task without it. "
+        "Keep, in this order: the task (what the user asked, first and later); the files read "
+        "or changed; the commands run; the errors met and how each one was resolved; the "
+        "decisions taken and why; the next steps. Keep paths, commands and error messages "
+        "word for word, invent nothing, and leave out pleasantries. "
+        f"Stay within {budget_tokens} tokens. Reply with the summary only."
+    )
+
+
+def _clip(text: str, limit: int = MAX_PART_CHARS) -> str:
+    if len(text) <= limit:
+        return text
+    head = limit * 2 // 3
+    tail = limit - head
+    omitted = len(text) - head - tail
+    return f"{text[:head]}\n[... {omitted} characters left out ...]\n{text[-tail:]}"
+
+
+def render_conversation(messages: Sequence[Message]) -> str:
+    """The conversation as plain text, one labelled block per part."""
+    blocks: list[str] = []
+    for message in messages:
+        if message.kind is MessageKind.META:
+            continue
+        role = "earlier summary" if message.kind is MessageKind.SUMMARY else message.role.value
+        for part in message.parts:
+            if part.type is PartType.TOOL_CALL:
+                label = f"[{role} called {part.tool_name or 'a tool'}]"
+                blocks.append(f"{label} {_clip(part.arguments or '')}".rstrip())
+            elif part.type is PartType.TOOL_RESULT:
+                name = f" {part.tool_name}" if part.tool_name else ""
+                status = " (error)" if part.is_error else ""
+                blocks.append(f"[tool{name} result{status}]\n{_clip(part.text)}")
+            elif part.type is PartType.THINKING:
+                continue
+            elif part.type is PartType.IMAGE:
+                blocks.append(f"[{role}: an image]")
+            elif part.text:
+                blocks.append(f"[{role}]\n{_clip(part.text)}")
+    return "\n\n".join(blocks)
+
+
+def _is_loopback(host: str | None) -> bool:
+    if not host:
+        return False
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class _Retry(Exception):
+    """An attempt failed in a way worth another try; ``error`` is what to raise at the end."""
+
+    def __init__(self, error: SummarizerError, wait: float | None = None) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.wait = wait
+
+
+class OpenAICompatibleSummarizer:
+    """A summary from ``POST {base_url}/chat/completions``.
+
+    ``base_url`` ends before ``/chat/completions`` (``http://127.0.0.1:8080/v1``). The API key is
+    read at call time from the environment variable named ``api_key_env`` (None: no key, as for a
+    local server). Connection errors, timeouts, 429 and 5xx are retried ``retries`` times with a
+    short exponential backoff; everything else fails at once. ``max_tokens`` caps the reply
+    (None: the summary budget).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key_env: str | None = None,
+        timeout: float = 60,
+        retries: int = 2,
+        max_tokens: int | None = None,
+        *,
+        backoff: float = 0.5,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        parsed = urllib.parse.urlsplit(base_url)
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise ConfigError(
+                "Invalid summarizer setting",
+                f"summarizer_base_url: expected an http:// or https:// URL, got {base_url!r}",
+            )
+        if timeout <= 0 or retries < 0 or (max_tokens is not None and max_tokens <= 0):
+            raise ConfigError(
+                "Invalid summarizer setting",
+                "timeout must be > 0, retries >= 0 and max_tokens > 0",
+            )
+        self.base_url = base_url.rstrip("/")
+        self.url = f"{self.base_url}/chat/completions"
+        self.model = model
+        self.api_key_env = api_key_env
+        self.timeout = timeout
+        self.retries = retries
+        self.max_tokens = max_tokens
+        self.backoff = backoff
+        self._sleep = sleep
+        handlers: list[urllib.request.BaseHandler] = []
+        if _is_loopback(parsed.hostname):
+            handlers.append(urllib.request.ProxyHandler({}))  # never send loopback via a proxy
+        self._opener = urllib.request.build_opener(*handlers)
+
+    # -- the call -------------------------------------------------------------------------
+
+    def summarize(self, messages: Sequence[Message], budget_tokens: int) -> str:
+        key = self._api_key()
+        body = json.dumps(self.request_body(messages, budget_tokens)).encode("utf-8")
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "User-Agent": "ctx-inspect",
+        }
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        attempts = self.retries + 1
+        for attempt in range(attempts):
+            try:
+                return self._attempt(body, headers, key)
+            except _Retry as retry:
+                if attempt + 1 >= attempts:
+                    raise self._final(retry.error, attempts) from None
+                wait = min(MAX_BACKOFF_SECONDS, self.backoff * (2**attempt))
+                if retry.wait is not None:
+                    wait = max(wait, min(MAX_BACKOFF_SECONDS, retry.wait))
+                self._sleep(wait)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def request_body(self, messages: Sequence[Message], budget_tokens: int) -> dict[str, Any]:
+        budget = max(1, budget_tokens)
+        return {
+            "model": self.model,
+            "messages": [
+                {"role": "system", "content": system_prompt(budget)},
+                {
+                    "role": "user",
+                    "content": "The conversation to summarise:\n\n" + render_conversation(messages),
+                },
+            ],
+            "max_tokens": self.max_tokens if self.max_tokens is not None else budget,
+            "temperature": 0,
+            "stream": False,
+        }
+
+    def _api_key(self) -> str | None:
+        if self.api_key_env is None:
+            return None
+        key = os.environ.get(self.api_key_env, "").strip()
+        if not key:
+            raise SummarizerError(
+                "Summarizer API key missing",
+                f"the environment variable {self.api_key_env} (summarizer_api_key_env) is not "
+                "set or is empty",
+            )
+        return key
+
+    def _final(self, error: SummarizerError, attempts: int) -> SummarizerError:
+        if attempts <= 1:
+            return error
+        return SummarizerError(error.title, f"{error.message} (after {attempts} attempts)")
+
+    def _attempt(self, body: bytes, headers: dict[str, str], key: str | None) -> str:
+        request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
+        timeout_error = SummarizerError(
+            "Summarizer timed out", f"no reply from {self.url} within {self.timeout:g} s"
+        )
+        try:
+            with self._opener.open(request, timeout=self.timeout) as response:
+                raw = response.read(MAX_REPLY_BYTES + 1)
+                content_type = response.headers.get("Content-Type", "")
+        except urllib.error.HTTPError as exc:
+            error = self._http_error(exc, key)
+            if exc.code == 429 or exc.code >= 500:
+                raise _Retry(error, _retry_after(exc)) from None
+            raise error from None
+        except urllib.error.URLError as exc:
+            if isinstance(exc.reason, TimeoutError):
+                raise _Retry(timeout_error) from None
+            reason = exc.reason.strerror if isinstance(exc.reason, OSError) else exc.reason
+            raise _Retry(
+                SummarizerError(
+                    "Summarizer unreachable",
+                    _redact(f"cannot connect to {self.url}: {reason or exc}", key),
+                )
+            ) from None
+        except TimeoutError:
+            raise _Retry(timeout_error) from None
+        except (OSError, http.client.HTTPException) as exc:
+            raise _Retry(
+                SummarizerError(
+                    "Summarizer unreachable",
+                    _redact(f"the connection to {self.url} failed: {_describe(exc)}", key),
+                )
+            ) from None
+        return self._content(raw, content_type, key)
+
+    def _http_error(self, exc: urllib.error.HTTPError, key: str | None) -> SummarizerError:
+        try:
+            raw = exc.read(64 * 1024)
+        except Exception:  # the body is a courtesy; the status is the error
+            raw = b""
+        detail = _server_message(raw) or exc.reason or "no message"
+        return SummarizerError(
+            "Summarizer request failed",
+            _redact(f"HTTP {exc.code} from {self.url}: {detail}", key),
+        )
+
+    def _content(self, raw: bytes, content_type: str, key: str | None) -> str:
+        def malformed(what: str) -> SummarizerError:
+            return SummarizerError(
+                "Summarizer reply malformed", _redact(f"{self.url}: {what}", key)
+            )
+
+        if len(raw) > MAX_REPLY_BYTES:
+            raise malformed(f"the reply is larger than {MAX_REPLY_BYTES} bytes")
+        text = raw.decode("utf-8", errors="replace")
+        try:
+            data = json.loads(text)
+        except ValueError:
+            kind = content_type.split(";")[0].strip() or "no content type"
+            raise malformed(f"the reply is not JSON ({kind}: {_snippet(text)!r})") from None
+        if not isinstance(data, dict):
+            raise malformed(f"the reply is not a JSON object ({_snippet(text)!r})")
+        choices = data.get("choices")
+        if not isinstance(choices, list) or not choices:
+            server = _server_message(raw)
+            extra = f"; the server says: {server}" if server else ""
+            raise malformed(f"the reply has no choices{extra}")
+        first = choices[0]
+        message = first.get("message") if isinstance(first, dict) else None
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list):  # content parts
+            content = "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+        if not isinstance(content, str) or not content.strip():
+            finish = first.get("finish_reason") if isinstance(first, dict) else None
+            why = f" (finish_reason {finish})" if finish else ""
+            raise malformed(f"the reply's first choice has empty content{why}")
+        return content.strip()
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _retry_after(exc: urllib.error.HTTPError) -> float | None:
+    value = exc.headers.get("Retry-After") if exc.headers is not None else None
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _snippet(text: str) -> str:
+    text = _one_line(text)
+    return text if len(text) <= _SNIPPET else text[:_SNIPPET] + "…"
+
+
+def _server_message(raw: bytes) -> str:
+    """The server's own error message from an error body (OpenAI, llama.cpp, vLLM, Ollama)."""
+    text = raw.decode("utf-8", errors="replace")
+    if not text.strip():
+        return ""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return _snippet(re.sub(r"<[^>]*>", " ", text))
+    if isinstance(data, dict):
+        error = data.get("error")
+        if isinstance(error, dict):
+            for field in ("message", "type", "code"):
+                if isinstance(error.get(field), str) and error[field].strip():
+                    return _snippet(error[field])
+        if isinstance(error, str) and error.strip():
+            return _snippet(error)
+        for field in ("message", "detail"):
+            if isinstance(data.get(field), str) and data[field].strip():
+                return _snippet(data[field])
+        return ""
+    return _snippet(text)
+
+
+def _redact(text: str, key: str | None) -> str:
+    text = _one_line(text)
+    if key:
+        text = text.replace(key, "[redacted]")
+    return text
+
+
+# --------------------------------------------------------------------------------------------
+# Configuration
+
+SUMMARIZER_KEYS: tuple[str, ...] = (
+    "summarizer",
+    "summarizer_base_url",
+    "summarizer_model",
+    "summarizer_api_key_env",
+    "summarizer_timeout",
+    "summarizer_retries",
+    "summarizer_max_tokens",
+)
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _bad(key: str, expected: str, value: object) -> ConfigError:
+    return ConfigError("Invalid summarizer setting", f"{key}: expected {expected}, got {value!r}")
+
+
+def _text(config: Mapping[str, object], key: str) -> str:
+    value = config.get(key)
+    if value is None:
+        raise ConfigError(
+            "Invalid summarizer setting", f'{key} is required when summarizer = "openai"'
+        )
+    if not isinstance(value, str) or not value.strip():
+        raise _bad(key, "a non-empty string", value)
+    return value.strip()
+
+
+def summarizer_from_config(config: Mapping[str, object]) -> Summarizer:
+    """The summarizer the configuration asks for (``summarizer = "local"`` by default).
+
+    Keys: ``summarizer`` (``"local"`` or ``"openai"``), and for ``"openai"``
+    ``summarizer_base_url``, ``summarizer_model``, ``summarizer_api_key_env`` (the NAME of the
+    environment variable that holds the key), ``summarizer_timeout`` (seconds),
+    ``summarizer_retries`` and ``summarizer_max_tokens``. Other keys are left to their owners;
+    an unknown ``summarizer_*`` key is an error.
+    """
+    for key in config:
+        if key.startswith("summarizer") and key not in SUMMARIZER_KEYS:
+            close = difflib.get_close_matches(key, SUMMARIZER_KEYS, n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise ConfigError(
+                "Invalid summarizer setting",
+                f"unknown setting {key!r}{hint}; known: {', '.join(SUMMARIZER_KEYS)}",
+            )
+    kind = config.get("summarizer", "local")
+    if kind == "local":
+        return LocalSummarizer()
+    if kind != "openai":
+        raise _bad("summarizer", "'local' or 'openai'", kind)
+
+    base_url = _text(config, "summarizer_base_url")
+    model = _text(config, "summarizer_model")
+
+    api_key_env = config.get("summarizer_api_key_env")
+    if api_key_env is not None and (
+        not isinstance(api_key_env, str) or not _ENV_NAME.fullmatch(api_key_env)
+    ):
+        # Never echo the value: it may be the key itself, pasted in the wrong place.
+        raise ConfigError(
+            "Invalid summarizer setting",
+            "summarizer_api_key_env must be the NAME of an environment variable (letters, "
+            "digits and underscores, e.g. OPENAI_API_KEY), not the key itself",
+        )
+
+    timeout = config.get("summarizer_timeout", 60)
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not math.isfinite(timeout)
+        or timeout <= 0
+    ):
+        raise _bad("summarizer_timeout", "a number of seconds > 0", timeout)
+
+    retries = config.get("summarizer_retries", 2)
+    if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= 10:
+        raise _bad("summarizer_retries", "an integer from 0 to 10", retries)
+
+    max_tokens = config.get("summarizer_max_tokens")
+    if max_tokens is not None and (
+        isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens <= 0
+    ):
+        raise _bad("summarizer_max_tokens", "an integer > 0", max_tokens)
+
+    return OpenAICompatibleSummarizer(
+        base_url,
+        model,
+        api_key_env=api_key_env,
+        timeout=float(timeout),
+        retries=retries,
+        max_tokens=max_tokens,
+    )

@@ -1,0 +1,642 @@
+"""netdata ai-agent: CONTEXT_DEBUG stdout (aiagent-debug), logfmt stderr (aiagent-log), console."""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+
+from inspector.config import build_profile
+from inspector.core.model import (
+    ContextMeasured,
+    DebugTopic,
+    Event,
+    FinalTurnForced,
+    GuardEvaluated,
+    GuardStatus,
+    LogLine,
+    ParseIssue,
+    RequestSent,
+    SessionInfo,
+    ToolOutputAction,
+    ToolOutputChanged,
+    Usage,
+    UsageReported,
+)
+from inspector.formats import aiagent, registry
+from inspector.formats.aiagent import (
+    AiAgentConsoleParser,
+    AiAgentDebugParser,
+    AiAgentLogParser,
+    parse_logfmt,
+)
+from inspector.formats.base import Parser
+from inspector.formats.registry import Head
+from inspector.loader import merge_streams
+
+DATA = Path(__file__).parents[1] / "data" / "aiagent"
+REAL = ("realruns", "ai-agent", "short")
+E = TypeVar("E", bound=Event)
+
+
+def read(
+    cls: type[Parser], data: bytes, sizes: list[int] | None = None, path: str = "x"
+) -> list[Event]:
+    parser = cls(0, path)
+    out: list[Event] = []
+    if sizes is None:
+        out.extend(parser.feed(data))
+    else:
+        pos = 0
+        for size in sizes:
+            out.extend(parser.feed(data[pos : pos + size]))
+            pos += size
+        out.extend(parser.feed(data[pos:]))
+    out.extend(parser.finish())
+    return out
+
+
+def debug(name: str) -> list[Event]:
+    return read(AiAgentDebugParser, (DATA / name).read_bytes(), path=name)
+
+
+def stderr(name: str) -> list[Event]:
+    return read(AiAgentLogParser, (DATA / name).read_bytes(), path=name)
+
+
+def of(kind: type[E], items: list[Event]) -> list[E]:
+    return [e for e in items if isinstance(e, kind)]
+
+
+def line_offsets(data: bytes) -> list[int]:
+    return [0] + [i + 1 for i, byte in enumerate(data) if byte == 0x0A]
+
+
+def uncovered_lines(data: bytes, got: list[Event]) -> list[int]:
+    """Numbers of the non-blank lines that no event's span touches."""
+    starts = line_offsets(data)
+    covered: set[int] = set()
+    for event in got:
+        if event.span is None:
+            continue
+        first = event.span.offset
+        last = first + max(event.span.length - 1, 0)
+        covered.update(n + 1 for n, start in enumerate(starts) if first <= start <= last)
+        covered.add(event.span.line)
+    lines = data.split(b"\n")
+    return [n for n, ln in enumerate(lines, 1) if ln.strip() and n not in covered]
+
+
+def info_extra(items: list[Event]) -> dict[str, object]:
+    merged: dict[str, object] = {}
+    for event in of(SessionInfo, items):
+        merged.update(event.extra)
+    return merged
+
+
+# -- aiagent-debug ------------------------------------------------------------------------------
+
+
+def test_every_block_is_a_debug_topic_with_its_span() -> None:
+    data = (DATA / "debug.log").read_bytes()
+    got = read(AiAgentDebugParser, data)
+    assert not of(ParseIssue, got)
+    labels = re.findall(rb"^(context-guard/[\w-]+|final-report-accounting) [{]", data, re.M)
+    topics = of(DebugTopic, got)
+    expected = [lab.decode().removeprefix("context-guard/") for lab in labels]
+    assert [t.name for t in topics] == expected
+    assert len(topics) == 25
+    for topic in topics:
+        assert topic.span is not None
+        raw = data[topic.span.offset : topic.span.offset + topic.span.length].decode()
+        assert raw.split(" ", 1)[0].endswith(topic.name)
+        assert raw.rstrip().endswith("}")
+    entry = next(t for t in topics if t.name == "log-entry")
+    assert entry.payload["details"] == {
+        "projected_tokens": 151350,
+        "limit_tokens": 141808,
+        "remaining_tokens": 0,
+    }
+    accounting = topics[-1]
+    assert accounting.payload["parentTxnId"] is None
+    assert accounting.payload["note"] == "it's done"
+
+
+def test_evaluate_groups_become_guard_evaluations() -> None:
+    guards = of(GuardEvaluated, debug("debug.log"))
+    assert [(g.status, g.trigger) for g in guards] == [
+        (GuardStatus.OK, "turn_preflight"),
+        (None, "tool_preflight"),  # the tool-output reservation (extraTokens > 0)
+        (GuardStatus.SKIP, "turn_preflight"),  # this provider blocked, the other not
+        (GuardStatus.FINAL, "turn_preflight"),  # every target blocked
+    ]
+    counters = [
+        (g.current, g.pending, g.new, g.schema_tokens, g.extra, g.projected) for g in guards
+    ]
+    assert counters == [
+        (0, 3121, 0, 9406, 0, 3121),
+        (131000, 0, 2100, 9406, 18250, 151350),
+        (133100, 0, 0, 9406, 0, 133100),  # read through the ANSI colours
+        (150000, 0, 0, 9406, 0, 150000),
+    ]
+    assert [[t.blocked for t in g.targets] for g in guards] == [
+        [False, False],
+        [True, True],
+        [False, True],
+        [True, True],
+    ]
+    target = guards[0].targets[0]
+    assert (target.provider, target.model, target.context_window) == (
+        "anthropic",
+        "claude-sonnet-4-5",
+        200000,
+    )
+    assert (target.buffer_tokens, target.max_output_tokens, target.limit) == (8192, 50000, 141808)
+    assert all(g.projection == g.projected for g in guards)
+
+
+def test_build_metrics_are_requests_and_enforce_a_forced_final_turn() -> None:
+    got = debug("debug.log")
+    measured = of(ContextMeasured, got)
+    assert [(m.tokens, m.limit, m.label) for m in measured] == [
+        (3121, 200000, "build-metrics"),
+        (150000, 200000, "build-metrics"),
+    ]
+    requests = of(RequestSent, got)
+    assert [(r.model, r.final_turn) for r in requests] == [
+        ("claude-sonnet-4-5", False),
+        ("claude-sonnet-4-5", True),  # the first request after an enforce
+    ]
+    for request in requests:  # the measure comes just before its request
+        assert isinstance(got[got.index(request) - 1], ContextMeasured)
+    forced = of(FinalTurnForced, got)
+    assert len(forced) == 1  # the second enforce before the request adds nothing
+    assert forced[0].model_dump(exclude={"span", "type", "thread"}, exclude_none=True) == {
+        "reason": "context",
+        "projected_tokens": 151350,
+        "limit_tokens": 141808,
+        "provider": "anthropic",
+        "model": "claude-sonnet-4-5",
+    }
+
+
+def test_debug_session_info_and_text() -> None:
+    got = debug("debug.log")
+    assert info_extra(got) == {
+        "tool_schema_tokens": 9406,
+        "tool_count": 12,
+        "provider": "anthropic",
+    }
+    models = [(e.model, e.context_window) for e in of(SessionInfo, got) if e.model]
+    assert models == [("claude-sonnet-4-5", 200000)]
+    assert [e.text for e in of(LogLine, got)] == [
+        "Reading the repository {first pass}",
+        "## Review",
+        "- The change is safe. {no issues}",
+        "- See [notes] below.",  # the last line has no newline
+    ]
+
+
+def test_debug_malformed_blocks() -> None:
+    data = (DATA / "debug_malformed.log").read_bytes()
+    got = read(AiAgentDebugParser, data, path="bad.log")
+    offsets = line_offsets(data)
+    found = of(ParseIssue, got)
+    assert [(i.line, i.offset) for i in found] == [(n, offsets[n - 1]) for n in (1, 6, 10)]
+    assert "unterminated string" in found[0].reason
+    assert "not closed before the next topic" in found[1].reason
+    assert "input ended inside the block" in found[2].reason
+    assert [t.name for t in of(DebugTopic, got)] == ["schema-estimate", "build-metrics"]
+    assert [m.tokens for m in of(ContextMeasured, got)] == [10]
+    assert len(of(RequestSent, got)) == 1
+    assert [e.text for e in of(LogLine, got)] == ["plain text line"]
+
+
+def test_one_line_and_multi_line_blocks_read_the_same() -> None:
+    one = b"context-guard/schema-estimate { toolCount: 6, estimated: 2093 }\n"
+    multi = b"context-guard/schema-estimate {\n  toolCount: 6,\n  estimated: 2093\n}\n"
+    a = of(DebugTopic, read(AiAgentDebugParser, one))
+    b = of(DebugTopic, read(AiAgentDebugParser, multi))
+    assert a[0].payload == b[0].payload == {"toolCount": 6, "estimated": 2093}
+
+
+def test_other_labels_that_are_not_objects_stay_text() -> None:
+    data = b"re-run {x}\nnext-step {\nnot an object at all\n}\n"
+    got = read(AiAgentDebugParser, data)
+    assert not of(DebugTopic, got) and not of(ParseIssue, got)
+    assert [e.text for e in of(LogLine, got)] == [
+        "re-run {x}",
+        "next-step {",
+        "not an object at all",
+        "}",
+    ]
+
+
+def test_debug_empty_invalid_utf8_and_huge() -> None:
+    assert debug("empty.log") == []
+    bad = b"context-guard/loop-init { turn: 1, note: 'caf\xe9' }\n"
+    got = read(AiAgentDebugParser, bad)
+    assert [type(e).__name__ for e in got] == ["ParseIssue", "DebugTopic"]
+    assert isinstance(got[1], DebugTopic) and got[1].payload["note"] == "caf\ufffd"
+    big = "z" * (20 * 1024 * 1024)
+    data = f"context-guard/log-entry {{\n  message: '{big}',\n  turn: 3\n}}\nafter\n".encode()
+    got = read(AiAgentDebugParser, data, sizes=[1 << 20] * 21)
+    topics = of(DebugTopic, got)
+    assert len(topics[0].payload["message"]) == len(big) and topics[0].payload["turn"] == 3
+    assert [e.text for e in of(LogLine, got)] == ["after"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_debug_random_chunks_equal_one_feed(seed: int) -> None:
+    data = (DATA / "debug.log").read_bytes() + b"\n" + (DATA / "debug_malformed.log").read_bytes()
+    rng = random.Random(seed)
+    sizes = [rng.randint(1, 80) for _ in range(len(data) // 30)]
+    assert read(AiAgentDebugParser, data, sizes) == read(AiAgentDebugParser, data)
+
+
+# -- aiagent-log ---------------------------------------------------------------------------------
+
+
+def test_logfmt_run_maps_every_message() -> None:
+    got = stderr("log.log")
+    assert not of(ParseIssue, got)
+    measured = of(ContextMeasured, got)
+    assert [(m.tokens, m.limit, m.label) for m in measured] == [
+        (130114, 200000, "LLM request prepared"),
+        (151350, 200000, "LLM request prepared"),
+    ]
+    requests = of(RequestSent, got)
+    assert [(r.model, r.final_turn, r.timestamp) for r in requests] == [
+        ("claude-sonnet-4-5", False, "2026-01-17T11:27:00.101Z"),
+        ("claude-sonnet-4-5", True, "2026-01-17T11:27:32.050Z"),
+    ]
+    usages = [u.usage for u in of(UsageReported, got)]
+    assert usages == [
+        Usage(input=6481, cache_read=120000, cache_write=1523, output=456),
+        Usage(input=22890, cache_read=128460, cache_write=0, output=700),
+    ]
+    assert usages[0].prompt_tokens + usages[0].output == 128460  # the record's ctx_tokens
+    dropped = of(ToolOutputChanged, got)
+    assert [
+        d.model_dump(exclude={"span", "type", "timestamp", "thread"}, exclude_none=True) for d in dropped
+    ] == [
+        {
+            "action": ToolOutputAction.DROPPED,
+            "tool": "fs__read",
+            "tokens": 18250,
+            "original_bytes": 72911,
+            "final_bytes": 45,
+            "projected_tokens": 151350,
+            "limit_tokens": 141808,
+            "replacement": "(tool failed: context window budget exceeded)",
+        }
+    ]
+    forced = of(FinalTurnForced, got)
+    assert [
+        (f.reason, f.projected_tokens, f.limit_tokens, f.provider, f.model, f.turn) for f in forced
+    ] == [("context", 151350, 141808, "anthropic", "claude-sonnet-4-5", 7)]
+    # the "Final turn detected (reason=context)" that follows is the same forced final turn
+    final_line = [e for e in of(LogLine, got) if e.text.startswith("Final turn detected")]
+    assert len(final_line) == 1 and final_line[0].level == "wrn"
+
+
+def test_logfmt_session_info_exit_and_summary() -> None:
+    got = stderr("log.log")
+    info = of(SessionInfo, got)
+    assert info[0].session_id == "9f1c2d3e-0000-4000-8000-000000000001"
+    assert info[0].agent == "ai-agent" and info[0].extra == {"agent_id": "reviewer"}
+    assert any(i.model == "claude-sonnet-4-5" and i.context_window == 200000 for i in info)
+    extra = info_extra(got)
+    assert extra["outcome"] == "EXIT-FINAL-ANSWER"  # the record, not the process exit line
+    assert extra["exit"] == "EXIT-SUCCESS"
+    assert extra["llm_summary"] == {
+        "agent": "reviewer",
+        "requests": 2,
+        "failed": 0,
+        "tokens_prompt": 29371,
+        "tokens_output": 1156,
+        "tokens_cache_read": 248460,
+        "tokens_cache_write": 1523,
+    }
+
+
+def test_logfmt_record_in_the_middle_of_a_line_and_bulky_messages() -> None:
+    data = (DATA / "log.log").read_bytes()
+    got = read(AiAgentLogParser, data)
+    lines = data.split(b"\n")
+    number = next(i for i, ln in enumerate(lines, 1) if ln.startswith(b"The change is safe"))
+    on_line = [e for e in got if e.span is not None and e.span.line == number]
+    text, info, _exit_log = on_line
+    assert (
+        isinstance(text, LogLine) and text.text == 'The change is safe: no "ts=" keys were harmed.'
+    )
+    assert isinstance(info, SessionInfo) and info.extra == {"outcome": "EXIT-FINAL-ANSWER"}
+    assert text.span is not None and info.span is not None
+    assert data[info.span.offset : info.span.offset + 8] == b"\x1b[90mts="
+    assert text.span.offset + text.span.length == info.span.offset
+    settings = next(e for e in of(LogLine, got) if e.tag == "agent:settings")
+    assert len(settings.text) < 400 and settings.text.endswith("characters)")
+    probes = [e for e in of(LogLine, got) if e.tag == "agent:config"]
+    assert len(probes) == 2 and probes[0].level == "vrb"
+
+
+def test_logfmt_guard_spill_subagent_and_one_final_turn_per_turn() -> None:
+    got = stderr("log_guard.log")
+    assert not of(ParseIssue, got)
+    changes = of(ToolOutputChanged, got)
+    assert [(c.action, c.tool, c.tokens, c.original_bytes) for c in changes] == [
+        (ToolOutputAction.SPILLED, "fs__Read", 30123, 120500),
+        (ToolOutputAction.DROPPED, "fs__Grep", 40200, 160800),
+    ]
+    assert changes[1].limit_tokens == 87808 and changes[1].replacement
+    guard = of(GuardEvaluated, got)
+    assert len(guard) == 1 and guard[0].status is GuardStatus.SKIP
+    target = guard[0].targets[0]
+    assert (target.provider, target.model, target.limit, target.projected, target.blocked) == (
+        "openai",
+        "gpt-4o",
+        87808,
+        95000,
+        True,
+    )
+    assert target.context_window == 128000  # the window its last request printed
+    requests = of(RequestSent, got)
+    assert [(r.thread, r.final_turn) for r in requests] == [
+        ("main", False),
+        ("reviewer:helper", False),  # a sub-agent's request is on its own thread
+        ("main", True),
+    ]
+    assert [u.thread for u in of(UsageReported, got)] == ["reviewer:helper"]
+    # the sub-agent's own context figure stays text: it must not count on the main timeline
+    assert [m.tokens for m in of(ContextMeasured, got)] == [20500, 96000]
+    forced = of(FinalTurnForced, got)
+    assert [
+        (f.reason, f.turn, f.max_turns, f.projected_tokens, f.limit_tokens) for f in forced
+    ] == [
+        ("max_turns", 4, 4, None, None),
+        ("context_limit_exceeded", 5, None, 99000, 87808),
+    ]
+    assert [e.text for e in of(LogLine, got)] == [
+        "LLM request prepared [ctx 0, new 900, expected 900 + output 32000 = 32% of 128000]",
+        "Context limit exceeded during turn execution; proceeding with final turn.",
+    ]
+
+
+def test_logfmt_malformed_records() -> None:
+    data = (DATA / "log_malformed.log").read_bytes()
+    got = read(AiAgentLogParser, data, path="bad.log")
+    offsets = line_offsets(data)
+    found = of(ParseIssue, got)
+    assert [(i.line, i.offset) for i in found] == [(n, offsets[n - 1]) for n in (2, 3, 4)]
+    assert "unterminated quoted value" in found[0].reason
+    assert found[1].reason == "logfmt record without a level"
+    assert "expected key=value" in found[2].reason
+    assert [e.text for e in of(LogLine, got)] == [
+        "ok before",
+        "some stray text on stderr",
+        "ok after",
+    ]
+
+
+def test_parse_logfmt() -> None:
+    assert parse_logfmt('a=1 b="two words" c="say \\"hi\\"" d=""') == {
+        "a": "1",
+        "b": "two words",
+        "c": 'say "hi"',
+        "d": "",
+    }
+    # a quoted value can hold " key=" text; it ends at a quote followed by a key or the end
+    assert parse_logfmt('m="x \\"ts=\\" y" n=2') == {"m": 'x "ts=" y', "n": "2"}
+    assert parse_logfmt("a=1 a=2") == {"a": "1"}
+    with pytest.raises(ValueError):
+        parse_logfmt('a="open')
+    with pytest.raises(ValueError):
+        parse_logfmt("=1")
+
+
+def test_logfmt_empty_invalid_utf8_and_huge() -> None:
+    assert stderr("empty.log") == []
+    got = read(AiAgentLogParser, b'ts=2026-01-17T00:00:00Z level=vrb message="caf\xe9 ok"\n')
+    assert [type(e).__name__ for e in got] == ["ParseIssue", "LogLine"]
+    assert isinstance(got[1], LogLine) and got[1].text == "caf\ufffd ok"
+    big = "q" * (20 * 1024 * 1024)
+    data = (
+        "\x1b[90mts=2026-01-17T00:00:00Z level=vrb remote=agent:settings "
+        f'message="{big} x"\x1b[0m\n'
+        'ts=2026-01-17T00:00:01Z level=vrb message="after"\n'
+    ).encode()
+    got = read(AiAgentLogParser, data, sizes=[1 << 20] * 21)
+    assert not of(ParseIssue, got)
+    texts = [e.text for e in of(LogLine, got)]
+    assert texts[0].endswith(f"({len(big) + 2} characters)") and texts[1] == "after"
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_logfmt_random_chunks_equal_one_feed(seed: int) -> None:
+    data = b"".join(
+        (DATA / n).read_bytes() for n in ("log.log", "log_guard.log", "log_malformed.log")
+    )
+    rng = random.Random(seed)
+    sizes = [rng.randint(1, 120) for _ in range(len(data) // 60)]
+    assert read(AiAgentLogParser, data, sizes) == read(AiAgentLogParser, data)
+
+
+# -- aiagent-console ------------------------------------------------------------------------------
+
+
+def test_console_maps_the_same_messages() -> None:
+    data = (DATA / "console.log").read_bytes()
+    got = read(AiAgentConsoleParser, data, path="console.log")
+    assert of(SessionInfo, got)[0].session_id == "9f1c2d3e-0000-4000-8000-000000000001"
+    assert [(m.tokens, m.limit) for m in of(ContextMeasured, got)] == [
+        (130114, 200000),
+        (151350, 200000),
+    ]
+    assert [(r.model, r.final_turn) for r in of(RequestSent, got)] == [
+        ("claude-sonnet-4-5", False),
+        ("claude-sonnet-4-5", True),
+    ]
+    assert [u.usage for u in of(UsageReported, got)] == [
+        Usage(input=6481, cache_read=120000, cache_write=1523, output=456),
+        Usage(input=22890, cache_read=128460, cache_write=0, output=700),
+    ]
+    dropped = of(ToolOutputChanged, got)
+    assert [(d.tool, d.tokens, d.limit_tokens) for d in dropped] == [("fs__read", 18250, 141808)]
+    forced = of(FinalTurnForced, got)
+    assert [(f.reason, f.turn, f.projected_tokens) for f in forced] == [("context", 7, 151350)]
+    assert info_extra(got)["outcome"] == "EXIT-FINAL-ANSWER"
+    found = of(ParseIssue, got)
+    offsets = line_offsets(data)
+    assert [(i.line, i.offset) for i in found] == [(13, offsets[12])]
+    stack = [e.text for e in of(LogLine, got) if e.text.startswith("    ")]
+    assert len(stack) == 2  # an error's stack lines stay as text
+    error = next(e for e in of(LogLine, got) if e.level == "err")
+    assert error.text == "agent:error Uncaught exception: boom"
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_console_random_chunks_equal_one_feed(seed: int) -> None:
+    data = (DATA / "console.log").read_bytes()
+    rng = random.Random(seed)
+    sizes = [rng.randint(1, 40) for _ in range(len(data) // 20)]
+    assert read(AiAgentConsoleParser, data, sizes) == read(AiAgentConsoleParser, data)
+
+
+# -- detection -------------------------------------------------------------------------------------
+
+
+def head(data: bytes) -> Head:
+    return Head(path=Path("x.log"), data=data)
+
+
+def test_sniffers_score_only_their_own_layout() -> None:
+    files = {n: (DATA / n).read_bytes() for n in ("debug.log", "log.log", "console.log")}
+    sniffers = {
+        "debug.log": aiagent.sniff_debug,
+        "log.log": aiagent.sniff_log,
+        "console.log": aiagent.sniff_console,
+    }
+    for name, data in files.items():
+        for owner, sniff in sniffers.items():
+            score = sniff(head(data))
+            assert (score >= 0.5) == (owner == name), (name, owner, score)
+    probes = b"[VRB] \xe2\x86\x92 [0.0] llm agent:config: probing cwd: json=a (found)\n"
+    assert aiagent.sniff_log(head(probes)) == 0.8
+    assert aiagent.sniff_log(head(b"[10:00:00] [loop] Iteration 1/200\n")) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("debug.log", "aiagent-debug"),
+        ("debug_malformed.log", "aiagent-debug"),
+        ("log.log", "aiagent-log"),
+        ("log_guard.log", "aiagent-log"),
+        ("log_malformed.log", "aiagent-log"),
+        ("console.log", "aiagent-console"),
+    ],
+)
+def test_fixtures_are_detected(name: str, expected: str) -> None:
+    spec = registry.detect(DATA / name)
+    assert spec.name == expected
+    assert spec.default_profile == "aiagent"
+    assert spec.make_parser().format_name == expected
+
+
+# -- the real run -------------------------------------------------------------------------------
+
+
+def test_real_stdout(corpus: Path) -> None:
+    path = corpus.joinpath(*REAL, "run.stdout.log")
+    assert registry.detect(path).name == "aiagent-debug"
+    data = path.read_bytes()
+    got = read(AiAgentDebugParser, data, path=str(path))
+    assert not of(ParseIssue, got)
+    text = data.decode()
+    labels = re.findall(r"^context-guard/([\w-]+) \{", text, re.M)
+    assert len(labels) == 34
+    topics = [t.name for t in of(DebugTopic, got)]
+    assert [t for t in topics if t != "final-report-accounting"] == labels
+    # every evaluate's counters as printed
+    printed = [
+        tuple(int(re.search(rf"{key}: (\d+)", block).group(1)) for key in keys)  # type: ignore[union-attr]
+        for block in re.findall(r"^context-guard/evaluate \{\n(.*?)\n\}", text, re.M | re.S)
+        for keys in [
+            (
+                "currentCtxTokens",
+                "pendingCtxTokens",
+                "newCtxTokens",
+                "schemaCtxTokens",
+                "extraTokens",
+                "projectedTokens",
+            )
+        ]
+    ]
+    guards = of(GuardEvaluated, got)
+    assert [
+        (g.current, g.pending, g.new, g.schema_tokens, g.extra, g.projected) for g in guards
+    ] == printed
+    assert len(guards) == labels.count("evaluate") == 10
+    assert all(g.targets and g.targets[0].limit == 19712 for g in guards)
+    statuses = [g.status for g in guards if g.status is not None]
+    assert statuses == [GuardStatus.OK] * labels.count("provider-eval")
+    expected = [int(x) for x in re.findall(r"expectedTokens: (\d+)", text)]
+    assert [m.tokens for m in of(ContextMeasured, got)] == expected == [1842, 3588, 6790]
+    assert len(of(RequestSent, got)) == labels.count("build-metrics") == 3
+    schema = re.search(r"schema-estimate \{ toolCount: (\d+), estimated: (\d+) \}", text)
+    assert schema is not None
+    assert info_extra(got)["tool_schema_tokens"] == int(schema.group(2))
+    assert uncovered_lines(data, got) == []
+    report = text[text.index("## Error summary") :].splitlines()
+    assert [e.text for e in of(LogLine, got)] == [ln for ln in report if ln.strip()]
+
+
+def test_real_stderr(corpus: Path) -> None:
+    path = corpus.joinpath(*REAL, "run.stderr.log")
+    assert registry.detect(path).name == "aiagent-log"
+    data = path.read_bytes()
+    got = read(AiAgentLogParser, data, path=str(path))
+    assert not of(ParseIssue, got)
+    text = data.decode()
+    prepared = re.findall(
+        r"expected_tokens=(\d+) context_window=(\d+) .*?LLM request prepared", text
+    )
+    assert [(str(m.tokens), str(m.limit)) for m in of(ContextMeasured, got)] == prepared
+    assert len(of(RequestSent, got)) == len(prepared) == 3
+    responses = re.findall(
+        r"cache_read_tokens=(\d+) cache_write_tokens=(\d+) input_tokens=(\d+) output_tokens=(\d+)"
+        r" ctx_tokens=(\d+) .*?message=\"LLM response received\"",
+        text,
+    )
+    usages = [u.usage for u in of(UsageReported, got)]
+    assert [(u.cache_read, u.cache_write, u.input, u.output, u.context_after) for u in usages] == [
+        tuple(int(x) for x in r) for r in responses
+    ]
+    summary = re.search(
+        r"event=llm_summary requests=(\d+) failed=\d+ tokens_prompt=(\d+) tokens_output=(\d+) "
+        r"tokens_cache_read=(\d+)",
+        text,
+    )
+    assert summary is not None
+    requests, prompt, output, cache_read = (int(x) for x in summary.groups())
+    assert len(usages) == requests
+    assert sum(u.input for u in usages) == prompt
+    assert sum(u.output for u in usages) == output
+    assert sum(u.cache_read for u in usages) == cache_read
+    extra = info_extra(got)
+    assert extra["outcome"] == "EXIT-FINAL-ANSWER" and extra["exit"] == "EXIT-SUCCESS"
+    assert any(i.context_window == 32000 for i in of(SessionInfo, got))
+    assert uncovered_lines(data, got) == []
+    # the record that starts in the middle of the echoed report is read
+    assert any(e.text.startswith("finalize: source=tool-call") for e in of(LogLine, got))
+
+
+def test_real_streams_merge_into_one_request_each(corpus: Path) -> None:
+    folder = corpus.joinpath(*REAL)
+    paths = [folder / "run.stderr.log", folder / "run.stdout.log"]
+    loaded = merge_streams(
+        paths, lambda spec: build_profile(spec.default_profile), count_exact=False
+    )
+    session = loaded.session
+    assert len(session.steps) == 3
+    assert not session.issues
+    usage = [s.usage for s in session.steps]
+    assert [u.prompt_tokens if u else None for u in usage] == [3368, 5151, 7327]
+
+
+def test_sniffers_score_zero_on_every_other_file(corpus: Path) -> None:
+    ours = corpus.joinpath(*REAL)
+    others = [
+        p
+        for root in (corpus, DATA.parent)
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and ours not in p.parents and DATA not in p.parents
+    ]
+    assert len(others) > 20
+    for path in others:
+        h = registry.read_head(path)
+        for sniff in (aiagent.sniff_debug, aiagent.sniff_log, aiagent.sniff_console):
+            assert sniff(h) == 0.0, (path, sniff.__name__)

@@ -1,0 +1,569 @@
+"""BaseAgent: the stderr log (baseagent-log) and the stdout JSONL events (baseagent-events)."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+
+from inspector.config import build_profile
+from inspector.core.model import (
+    Compacted,
+    ContextMeasured,
+    Event,
+    LogLine,
+    MessageAdded,
+    MessageKind,
+    ParseIssue,
+    PartType,
+    Pruned,
+    RequestSent,
+    Role,
+    SessionInfo,
+    UsageReported,
+)
+from inspector.formats import baseagent, registry
+from inspector.formats.base import Parser
+from inspector.formats.baseagent import BaseAgentEventsParser, BaseAgentLogParser, NominalClock
+from inspector.formats.registry import Head
+from inspector.loader import load_session, resolve_format
+
+DATA = Path(__file__).parents[1] / "data" / "baseagent"
+REAL = ("realruns", "baseagent", "short")
+E = TypeVar("E", bound=Event)
+
+
+def read(
+    cls: type[Parser], data: bytes, sizes: list[int] | None = None, path: str = "x"
+) -> list[Event]:
+    parser = cls(0, path)
+    out: list[Event] = []
+    if sizes is None:
+        out.extend(parser.feed(data))
+    else:
+        pos = 0
+        for size in sizes:
+            out.extend(parser.feed(data[pos : pos + size]))
+            pos += size
+        out.extend(parser.feed(data[pos:]))
+    out.extend(parser.finish())
+    return out
+
+
+def log(name: str) -> list[Event]:
+    return read(BaseAgentLogParser, (DATA / name).read_bytes(), path=name)
+
+
+def events(name: str) -> list[Event]:
+    return read(BaseAgentEventsParser, (DATA / name).read_bytes(), path=name)
+
+
+def of(kind: type[E], items: list[Event]) -> list[E]:
+    return [e for e in items if isinstance(e, kind)]
+
+
+def line_offsets(data: bytes) -> list[int]:
+    offsets = [0]
+    for i, byte in enumerate(data):
+        if byte == 0x0A:
+            offsets.append(i + 1)
+    return offsets
+
+
+# -- baseagent-log: the typical run ----------------------------------------------------------
+
+
+def test_every_iteration_is_one_request_after_its_context_management() -> None:
+    got = log("typical.log")
+    requests = of(RequestSent, got)
+    assert [r.request_id for r in requests] == [f"iteration-{i}" for i in range(1, 6)]
+    assert not of(ParseIssue, got)
+    # each request comes right after its iteration's "Prompt caching" line ...
+    for request in requests:
+        before = got[got.index(request) - 1]
+        assert isinstance(before, LogLine) and before.text.startswith("Prompt caching:")
+    # ... and after everything the context management of that iteration logged
+    second = got.index(requests[1])
+    build_up = got[got.index(requests[0]) + 1 : second]
+    kinds = [type(e).__name__ for e in build_up]
+    assert kinds == [
+        "LogLine",  # Executing tool: shell_command (the answer to request 1)
+        "LogLine",  # Iteration 2/200
+        "ContextMeasured",
+        "LogLine",  # Context overflow detected
+        "Pruned",
+        "LogLine",  # a LiteLLM notice between the compaction's lines
+        "Compacted",
+        "LogLine",  # Prompt caching
+    ]
+    answer = got[second + 1]
+    assert isinstance(answer, LogLine) and answer.text.startswith("Executing")
+
+
+def test_context_figures_read_back_exactly() -> None:
+    measured = of(ContextMeasured, log("typical.log"))
+    assert [(m.tokens, m.percent, m.limit) for m in measured] == [
+        (5432, 3.2, 168000),
+        (148213, 88.2, 168000),  # the reference's worked example
+        (171000, 101.8, 168000),  # above 100%: the prune was for one request only
+        (150000, 89.3, 168000),
+        (151000, 89.9, 168000),
+    ]
+    assert {m.label for m in measured} == {"Context"}
+
+
+def test_one_pruned_event_per_attempt() -> None:
+    data = (DATA / "typical.log").read_bytes()
+    prunes = of(Pruned, read(BaseAgentLogParser, data))
+    assert [
+        (
+            p.applied,
+            p.scanned_tokens,
+            p.tokens_recovered,
+            p.outputs_pruned,
+            p.tokens_before,
+            p.tokens_after,
+            p.reason,
+        )
+        for p in prunes
+    ] == [
+        (False, 0, 0, None, 148213, 148213, "only 0 tokens recoverable (min: 20000)"),
+        (True, 96000, 56000, 7, 171000, 115035, "sufficient"),
+        (True, 64000, 24000, 3, 150000, 145000, "insufficient"),
+        (True, 64000, 24000, 3, 151000, 146000, "insufficient"),
+    ]
+    assert all(not p.persistent and p.message_ids == () for p in prunes)
+    # each event spans its lines, from the scan to the outcome
+    first = prunes[0].span
+    assert first is not None
+    text = data[first.offset : first.offset + first.length].decode()
+    assert text.startswith("[00:00:02] [compaction] Prune scan:")
+    assert text.endswith("running AI compaction...")
+    assert text.count("\n") == 2
+
+
+def test_one_compacted_event_per_compaction() -> None:
+    compactions = of(Compacted, log("typical.log"))
+    assert [
+        (
+            c.tokens_before,
+            c.tokens_after,
+            c.summary_tokens,
+            c.messages_before,
+            c.messages_after,
+            c.failed,
+            c.error,
+        )
+        for c in compactions
+    ] == [
+        (148213, 9120, 1834, 63, 2, False, None),
+        (150000, 145000, None, None, None, True, "empty response"),
+        (151000, 11250, 2210, 71, 2, False, None),
+    ]
+    for c in compactions:
+        assert c.trigger == "auto" and c.keep_system and c.retained_ids == ()
+
+
+def test_times_get_a_nominal_date_and_cross_midnight() -> None:
+    got = log("typical.log")
+    stamps = [e.timestamp for e in got if not (isinstance(e, LogLine) and e.level == "foreign")]
+    assert all(stamps)
+    assert stamps[0] == "0001-01-01T23:59:50"
+    assert "0001-01-02T00:00:02" in stamps
+    assert stamps == sorted(s or "" for s in stamps)
+    clock = NominalClock()
+    assert clock.stamp(23, 0, 0) == "0001-01-01T23:00:00"
+    assert clock.stamp(1, 0, 0) == "0001-01-02T01:00:00"
+    assert clock.stamp(1, 0, 0) == "0001-01-02T01:00:00"  # the same time is no new day
+    assert clock.stamp(0, 59, 59) == "0001-01-03T00:59:59"
+
+
+def test_banner_lines_become_session_info() -> None:
+    info = of(SessionInfo, log("typical.log"))
+    merged: dict[str, object] = {}
+    for event in info:
+        merged.update(event.extra)
+    assert any(e.model == "anthropic/claude-sonnet-4.5" for e in info)
+    assert any(e.version == "3.0" and e.agent == "baseagent" for e in info)
+    assert merged == {
+        "banner": "SDK 3.0 - LLM Gateway",
+        "provider": "openrouter",
+        "client_total_tokens": 534440,
+        "total_cost_usd": 1.2034,
+        "requests": 7,
+        "elapsed_s": 75.2,
+    }
+
+
+def test_other_lines_are_log_lines_with_tag_and_level() -> None:
+    lines = {e.text: e for e in of(LogLine, log("typical.log"))}
+    assert lines["LLM error (attempt 1/5): server_error - 504 Gateway Timeout"].level == "error"
+    assert lines["Retrying in 10 seconds..."].level == "warn"
+    assert lines["Context overflow detected, managing..."].level == "warn"
+    tokens = lines["Tokens: 512340 input, 401920 cached, 22100 output"]
+    assert (tokens.tag, tokens.level) == ("loop", "info")
+    foreign = lines["Give Feedback / Get Help: https://github.com/BerriAI/litellm/issues/new"]
+    assert foreign.level == "foreign" and foreign.tag is None
+    # the loop's token total is not a request's usage
+    assert not of(UsageReported, log("typical.log"))
+
+
+def test_without_prompt_caching_the_request_goes_before_the_answer() -> None:
+    got = log("nocache.log")
+    kinds = [e.request_id if isinstance(e, RequestSent) else type(e).__name__ for e in got]
+    assert kinds == [
+        "LogLine",
+        "ContextMeasured",
+        "iteration-1",
+        "LogLine",  # Executing tool
+        "LogLine",
+        "ContextMeasured",
+        "iteration-2",  # at the next iteration
+        "LogLine",
+        "ContextMeasured",
+        "iteration-3",  # at the end of input
+    ]
+    assert [e.timestamp for e in of(RequestSent, got)] == [
+        "0001-01-01T10:00:00",
+        "0001-01-01T10:00:03",
+        "0001-01-01T10:00:04",
+    ]
+
+
+def test_session_of_the_typical_log() -> None:
+    path = DATA / "typical.log"
+    spec = resolve_format(path, None)
+    loaded = load_session(path, build_profile(spec.default_profile), format_spec=spec)
+    assert loaded.format.name == "baseagent-log"
+    session = loaded.session
+    assert len(session.steps) == 5
+    # the third request went out after a prune: its figure is the pruned copy's size
+    assert session.steps[2].tokens == 115035
+    assert session.steps[2].peak == 171000
+    assert session.info["model"] == "anthropic/claude-sonnet-4.5"
+
+
+# -- baseagent-log: bad input -----------------------------------------------------------------
+
+
+def test_empty_log() -> None:
+    assert log("empty.log") == []
+    assert read(BaseAgentLogParser, b"\n\n") == []
+
+
+def test_truncated_last_line() -> None:
+    got = log("truncated.log")
+    assert [type(e).__name__ for e in got] == [
+        "LogLine",
+        "ContextMeasured",
+        "LogLine",
+        "ParseIssue",
+        "RequestSent",
+    ]
+    issue = got[3]
+    assert isinstance(issue, ParseIssue) and issue.line == 4
+    assert "Prune scan" in issue.reason
+
+
+def test_malformed_lines_are_issues_and_the_rest_is_read() -> None:
+    data = (DATA / "malformed.log").read_bytes()
+    got = read(BaseAgentLogParser, data, path="malformed.log")
+    offsets = line_offsets(data)
+    found = of(ParseIssue, got)
+    assert [(i.line, i.offset) for i in found] == [(n, offsets[n - 1]) for n in (3, 4, 6)]
+    assert "impossible time 25:30:16" in found[0].reason
+    assert all(i.file == "malformed.log" for i in found)
+    assert [m.tokens for m in of(ContextMeasured, got)] == [5432]
+    assert len(of(RequestSent, got)) == 1
+    foreign = [e for e in of(LogLine, got) if e.level == "foreign"]
+    assert [e.text for e in foreign] == ["Traceback (most recent call last):"]
+
+
+def test_invalid_utf8_is_replaced_and_flagged() -> None:
+    got = read(BaseAgentLogParser, b"[10:00:00] [loop] caf\xe9 ready\n")
+    assert [type(e).__name__ for e in got] == ["ParseIssue", "LogLine"]
+    assert isinstance(got[1], LogLine) and got[1].text == "caf\ufffd ready"
+
+
+def test_huge_line_in_chunks() -> None:
+    body = "x" * (20 * 1024 * 1024)
+    data = (
+        f"[10:00:00] [loop] Iteration 1/200\n[10:00:00] [loop] {body}\n"
+        "[10:00:01] [compaction] Context: 5432 tokens (3.2% of 168000)\n"
+    ).encode()
+    got = read(BaseAgentLogParser, data, sizes=[1 << 20] * 21)
+    assert not of(ParseIssue, got)
+    big = [e for e in of(LogLine, got) if len(e.text) == len(body)]
+    assert len(big) == 1
+    assert [m.tokens for m in of(ContextMeasured, got)] == [5432]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_chunks_equal_one_feed(seed: int) -> None:
+    data = b"".join((DATA / n).read_bytes() for n in ("typical.log", "malformed.log"))
+    rng = random.Random(seed)
+    sizes = [rng.randint(1, 60) for _ in range(len(data) // 20)]
+    assert read(BaseAgentLogParser, data, sizes) == read(BaseAgentLogParser, data)
+
+
+# -- baseagent-events ---------------------------------------------------------------------------
+
+
+def test_events_messages_and_requests() -> None:
+    got = events("events.jsonl")
+    assert not of(ParseIssue, got)
+    sequence = [
+        f"{e.message.role.value}:{e.message.id}"
+        if isinstance(e, MessageAdded)
+        else type(e).__name__
+        for e in got
+        if not isinstance(e, LogLine | SessionInfo)
+    ]
+    assert sequence == [
+        "RequestSent",
+        "assistant:item_1",
+        "assistant:item_2",  # the same response as its text
+        "tool:item_2:result",
+        "RequestSent",
+        "assistant:item_3",  # a tool call after a tool result: a new response
+        "tool:item_3:result",
+        "RequestSent",
+        "assistant:item_4",
+        "RequestSent",
+        "assistant:item_5",
+    ]
+
+
+def test_tool_calls_and_results() -> None:
+    added = {e.message.id: e.message for e in of(MessageAdded, events("events.jsonl"))}
+    call = added["item_3"]
+    assert call.kind is MessageKind.TOOL_CALL and call.role is Role.ASSISTANT
+    part = call.parts[0]
+    assert part.type is PartType.TOOL_CALL
+    assert (part.tool_name, part.call_id, part.arguments) == (
+        "read_file",
+        "item_3",
+        "{'file_path': 'missing.py'}",
+    )
+    result = added["item_3:result"]
+    assert result.kind is MessageKind.TOOL_RESULT and result.role is Role.TOOL
+    assert result.parts[0].is_error and result.parts[0].text == "Error: missing.py not found"
+    assert result.parts[0].call_id == "item_3" and result.tool_name == "read_file"
+    ok = added["item_2:result"]
+    assert not ok.parts[0].is_error and ok.text.startswith("total 8\n")
+    assert added["item_4"].text == "Créé: le correctif est écrit. 🚀"
+
+
+def test_events_session_info_foreign_lines_and_turn_usage() -> None:
+    got = events("events.jsonl")
+    info = of(SessionInfo, got)
+    assert info[0].session_id == "sess_1737150615123" and info[0].agent == "baseagent"
+    assert info[-1].extra == {
+        "turn_usage": {
+            "input_tokens": 512340,
+            "cached_input_tokens": 401920,
+            "output_tokens": 22100,
+        }
+    }
+    assert not of(UsageReported, got)  # a turn total is not a request's size
+    foreign = [e.text for e in of(LogLine, got) if e.level == "foreign"]
+    assert foreign == [
+        "Give Feedback / Get Help: https://github.com/BerriAI/litellm/issues/new",
+        "LiteLLM.Info: If you need to debug this error, use `litellm._turn_on_debug()'.",
+        "Provider List: https://docs.litellm.ai/docs/providers",
+    ]
+
+
+def test_events_bodies_read_back_by_span() -> None:
+    data = (DATA / "events.jsonl").read_bytes()
+    parser = BaseAgentEventsParser(0, "e.jsonl")
+    got = [*parser.feed(data), *parser.finish()]
+    added = of(MessageAdded, got)
+    assert len(added) == 7
+    for event in added:
+        assert event.span is not None
+        raw = data[event.span.offset : event.span.offset + event.span.length]
+        assert [m for m in parser.messages_at(raw, event.span) if m.id == event.message.id] == [
+            event.message
+        ]
+
+
+def test_events_malformed() -> None:
+    data = (DATA / "events_malformed.jsonl").read_bytes()
+    got = read(BaseAgentEventsParser, data, path="bad.jsonl")
+    offsets = line_offsets(data)
+    found = of(ParseIssue, got)
+    assert [(i.line, i.offset) for i in found] == [(n, offsets[n - 1]) for n in (2, 4, 5)]
+    assert "not valid JSON" in found[0].reason
+    assert found[1].reason == "no event type"
+    assert "without an item object" in found[2].reason
+    logs = of(LogLine, got)
+    assert [(e.text, e.level) for e in logs] == [
+        ("[1, 2, 3]", "foreign"),
+        ("item.teleported", None),  # an event type this reader does not know
+        ("turn.failed: Cost limit exceeded: $5.00", "error"),
+    ]
+    assert [e.message.id for e in of(MessageAdded, got)] == ["item_3"]
+
+
+def test_events_truncated_last_line() -> None:
+    got = events("events_truncated.jsonl")
+    assert [type(e).__name__ for e in got] == [
+        "SessionInfo",
+        "LogLine",
+        "RequestSent",
+        "MessageAdded",
+        "MessageAdded",
+        "ParseIssue",
+    ]
+    last = got[-1]
+    assert isinstance(last, ParseIssue) and last.line == 5
+
+
+def test_events_empty_and_invalid_utf8() -> None:
+    assert events("empty.jsonl") == []
+    line = (
+        b'{"item": {"id": "i1", "type": "agent_message", "text": "caf\xe9"}, '
+        b'"type": "item.completed"}\n'
+    )
+    got = read(BaseAgentEventsParser, line)
+    assert [type(e).__name__ for e in got] == ["ParseIssue", "RequestSent", "MessageAdded"]
+    assert isinstance(got[2], MessageAdded) and got[2].message.text == "caf\ufffd"
+
+
+def test_events_huge_output_in_chunks() -> None:
+    output = "y" * (20 * 1024 * 1024)
+    lines = [
+        {"item": {"id": "item_1", "type": "command_execution", "command": "cat({'f': 'x'})",
+                  "status": "in_progress", "aggregated_output": ""}, "type": "item.started"},
+        {"item": {"id": "item_1", "type": "command_execution", "command": "cat",
+                  "status": "completed", "aggregated_output": output, "exit_code": 0},
+         "type": "item.completed"},
+    ]  # fmt: skip
+    data = "".join(json.dumps(x) + "\n" for x in lines).encode()
+    got = read(BaseAgentEventsParser, data, sizes=[1 << 20] * 21)
+    assert not of(ParseIssue, got)
+    added = of(MessageAdded, got)
+    assert len(added[1].message.text) == len(output)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_events_random_chunks_equal_one_feed(seed: int) -> None:
+    data = b"".join((DATA / n).read_bytes() for n in ("events.jsonl", "events_malformed.jsonl"))
+    rng = random.Random(seed)
+    sizes = [rng.randint(1, 50) for _ in range(len(data) // 20)]
+    assert read(BaseAgentEventsParser, data, sizes) == read(BaseAgentEventsParser, data)
+
+
+# -- detection -----------------------------------------------------------------------------------
+
+
+def head(data: bytes, name: str = "x.log") -> Head:
+    return Head(path=Path(name), data=data)
+
+
+def test_sniffers() -> None:
+    log_data = (DATA / "typical.log").read_bytes()
+    events_data = (DATA / "events.jsonl").read_bytes()
+    assert baseagent.sniff_log(head(log_data)) == 0.95
+    assert baseagent.sniff_events(head(log_data)) == 0.0
+    assert baseagent.sniff_events(head(events_data)) == 0.95
+    assert baseagent.sniff_log(head(events_data)) == 0.0
+    assert baseagent.sniff_events(head(b'{"type": "turn.started"}\n')) == 0.85
+    # Codex's exec --json has the same event names, written compactly with the type first
+    codex = b'{"type":"thread.started","thread_id":"0199"}\n{"type":"turn.started"}\n'
+    assert baseagent.sniff_events(head(codex)) == 0.0
+    assert baseagent.sniff_log(head(b"[10:00:00] [other] a\n[10:00:01] [other] b\n")) == 0.0
+    assert baseagent.sniff_log(head(b"")) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("typical.log", "baseagent-log"),
+        ("malformed.log", "baseagent-log"),
+        ("nocache.log", "baseagent-log"),
+        ("truncated.log", "baseagent-log"),
+        ("events.jsonl", "baseagent-events"),
+        ("events_truncated.jsonl", "baseagent-events"),
+    ],
+)
+def test_fixtures_are_detected(name: str, expected: str) -> None:
+    spec = registry.detect(DATA / name)
+    assert spec.name == expected
+    assert spec.default_profile == "baseagent"
+
+
+# -- the real run ----------------------------------------------------------------------------------
+
+
+def test_real_stderr(corpus: Path) -> None:
+    path = corpus.joinpath(*REAL, "run.stderr.log")
+    assert registry.detect(path).name == "baseagent-log"
+    data = path.read_bytes()
+    got = read(BaseAgentLogParser, data, path=str(path))
+    assert not of(ParseIssue, got)
+    text = data.decode()
+    printed = re.findall(r"\[compaction\] Context: (\d+) tokens \(([\d.]+)% of (\d+)\)", text)
+    iterations = re.findall(r"\[loop\] Iteration (\d+)/\d+", text)
+    measured = of(ContextMeasured, got)
+    assert [(str(m.tokens), f"{m.percent:.1f}", str(m.limit)) for m in measured] == printed
+    assert (measured[0].percent, measured[-1].percent) == (3.2, 4.1)
+    assert [r.request_id for r in of(RequestSent, got)] == [f"iteration-{i}" for i in iterations]
+    assert len(iterations) == 8
+    model = re.search(r"\[superagent\] Model: (\S+)", text)
+    assert model and any(e.model == model.group(1) for e in of(SessionInfo, got))
+    # every line is in an event
+    lines = [n for n, ln in enumerate(data.split(b"\n"), 1) if ln.strip()]
+    assert sorted({e.span.line for e in got if e.span}) == lines
+
+
+def test_real_stdout(corpus: Path) -> None:
+    path = corpus.joinpath(*REAL, "run.stdout.jsonl")
+    assert registry.detect(path).name == "baseagent-events"
+    data = path.read_bytes()
+    got = read(BaseAgentEventsParser, data, path=str(path))
+    assert not of(ParseIssue, got)
+    lines = [n for n, ln in enumerate(data.split(b"\n"), 1) if ln.strip()]
+    assert sorted({e.span.line for e in got if e.span}) == lines
+    records = [json.loads(ln) for ln in data.splitlines() if ln.startswith(b"{")]
+    items = [r["item"] for r in records if r["type"].startswith("item.")]
+    texts = [i for i in items if i["type"] == "agent_message"]
+    calls = [i for i in items if i["type"] == "command_execution" and i["status"] == "in_progress"]
+    results = [i for i in items if i["type"] == "command_execution" and "exit_code" in i]
+    added = of(MessageAdded, got)
+    assert [m.message.text for m in added if m.message.kind is MessageKind.MESSAGE] == [
+        t["text"] for t in texts
+    ]
+    assert [m.message.tool_name for m in added if m.message.kind is MessageKind.TOOL_CALL] == [
+        c["command"].split("(", 1)[0] for c in calls
+    ]
+    assert [m.message.text for m in added if m.message.kind is MessageKind.TOOL_RESULT] == [
+        r["aggregated_output"] for r in results
+    ]
+    # the stderr of the same run printed 8 iterations: one request per model response
+    assert len(of(RequestSent, got)) == 8
+    thread = next(r for r in records if r["type"] == "thread.started")
+    usage = next(r for r in records if r["type"] == "turn.completed")["usage"]
+    info = of(SessionInfo, got)
+    assert info[0].session_id == thread["thread_id"]
+    assert info[-1].extra == {"turn_usage": usage}
+
+
+def test_sniffers_score_zero_on_every_other_file(corpus: Path) -> None:
+    ours = corpus.joinpath(*REAL)
+    others = [
+        p
+        for root in (corpus, DATA.parent)
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and ours not in p.parents and DATA not in p.parents
+    ]
+    assert len(others) > 20
+    for path in others:
+        h = registry.read_head(path)
+        assert baseagent.sniff_log(h) == 0.0, path
+        assert baseagent.sniff_events(h) == 0.0, path

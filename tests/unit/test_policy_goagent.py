@@ -1,0 +1,422 @@
+"""tiancaiamao/ai's policy: trigger, token-budget split, digest, tool summaries, output limits."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from inspector.core.model import Message, MessageKind, Part, PartType, Role
+from inspector.core.policies.base import Action, ContextItem, ItemStatus, Policy
+from inspector.core.policies.goagent import (
+    POLICY,
+    context_tokens,
+    digest_line,
+    heuristic_tool_summary,
+    limit_tool_output,
+    split_by_token_budget,
+)
+from inspector.core.profiles import AiAgentProfile, GoAgentProfile
+from inspector.errors import ConfigError, InspectorError
+
+_: Policy = POLICY  # the module satisfies the policy contract
+
+PROFILE = GoAgentProfile()  # no window: the 8,000 MaxTokens fallback; keep-recent 4,000
+
+
+def est(message: Message) -> int:
+    return PROFILE.estimate(message)
+
+
+class FailingSummarizer:
+    def summarize(self, messages: Sequence[Message], budget_tokens: int) -> str:
+        raise InspectorError("summarizer failed", "context deadline exceeded")
+
+
+class FakeSummarizer:
+    def __init__(self, text: str = "SUMMARY") -> None:
+        self.text = text
+        self.calls: list[tuple[list[Message], int]] = []
+
+    def summarize(self, messages: Sequence[Message], budget_tokens: int) -> str:
+        self.calls.append((list(messages), budget_tokens))
+        return self.text
+
+
+def text_msg(mid: str, role: Role, text: str, visible: bool = True) -> Message:
+    return Message(id=mid, role=role, parts=(Part(type=PartType.TEXT, text=text),), visible=visible)
+
+
+def tool_msg(mid: str, text: str, name: str = "read", error: bool = False) -> Message:
+    part = Part(
+        type=PartType.TOOL_RESULT, text=text, tool_name=name, call_id=f"call-{mid}", is_error=error
+    )
+    return Message(id=mid, role=Role.TOOL, kind=MessageKind.TOOL_RESULT, parts=(part,))
+
+
+def it(message: Message, tokens: int | None = None) -> ContextItem:
+    return ContextItem(message, est(message) if tokens is None else tokens)
+
+
+def user(mid: str, tokens: int, text: str = "") -> ContextItem:
+    return it(text_msg(mid, Role.USER, text or f"{mid} says"), tokens)
+
+
+def assistant(mid: str, tokens: int, visible: bool = True) -> ContextItem:
+    return it(text_msg(mid, Role.ASSISTANT, f"{mid} answers", visible), tokens)
+
+
+def tool(mid: str, tokens: int = 10, text: str = "", **kw: object) -> ContextItem:
+    return it(tool_msg(mid, text or f"output of {mid}", **kw), tokens)  # type: ignore[arg-type]
+
+
+# -- trigger -----------------------------------------------------------------------------------
+
+
+def test_compaction_triggers_when_the_estimate_reaches_the_limit() -> None:
+    at = [user("u", 4_000), assistant("a", 3_000), user("u2", 1_000)]
+    below = [user("u", 4_000), assistant("a", 3_000), user("u2", 999)]
+    assert [r.action for r in POLICY.manage(at, PROFILE, est, FakeSummarizer())] == [Action.COMPACT]
+    assert POLICY.manage(below, PROFILE, est, FakeSummarizer()) == []
+    not_fired = POLICY.compact(below, PROFILE, est, FakeSummarizer())
+    assert not not_fired.fired and "estimated 7,999 < limit 8,000" in not_fired.reason
+
+
+def test_the_estimate_starts_from_the_last_visible_assistant_usage() -> None:
+    items = [
+        user("u", 5_000),
+        assistant("a1", 100),
+        tool("t", 500),
+        assistant("a2", 100, visible=False),  # hidden: its usage is not used
+        user("u2", 400),
+    ]
+    reported = {"a1": 7_000, "a2": 99_999}
+    assert context_tokens(items, reported) == (7_900, "reported", "a1")
+    assert context_tokens(items) == (6_000, "estimated", None)  # the heuristic fallback
+    assert POLICY.manage(items, PROFILE, est, FakeSummarizer(), reported=reported) == []
+    reported["a1"] = 7_100  # 7,100 + 500 + 400 = 8,000 ≥ 8,000
+    (result,) = POLICY.manage(items, PROFILE, est, FakeSummarizer(), reported=reported)
+    assert result.details["context_tokens"] == 8_000
+    assert result.details["tokens_origin"] == "reported"
+
+
+def test_the_limit_is_the_window_minus_the_reserve_when_the_window_is_known() -> None:
+    profile = GoAgentProfile(context_window=100_000)
+    items = [user("u", 83_615), assistant("a", 1)]
+    assert POLICY.compact(items, profile, est, FakeSummarizer()).details["limit"] == 83_616
+    assert POLICY.compact(items, profile, est, FakeSummarizer()).fired
+
+
+def test_without_a_token_limit_the_message_count_triggers() -> None:
+    profile = GoAgentProfile(max_tokens=0)
+    items = [user(f"u{i}", 10**6) for i in range(49)]
+    assert not POLICY.compact(items, profile, est, FakeSummarizer()).fired
+    fired = POLICY.compact([*items, user("u49", 1)], profile, est, FakeSummarizer())
+    assert fired.fired and "50 messages ≥ max 50" in fired.reason
+
+
+def test_auto_compaction_off_only_stops_the_automatic_path() -> None:
+    profile = GoAgentProfile(auto_compact=False)
+    items = [user("u", 9_000), assistant("a", 10)]
+    assert POLICY.manage(items, profile, est, FakeSummarizer()) == []
+    assert POLICY.compact(items, profile, est, FakeSummarizer(), force=True).fired
+
+
+# -- split -------------------------------------------------------------------------------------
+
+
+def test_at_least_one_message_is_kept_even_when_it_alone_exceeds_the_budget() -> None:
+    assert split_by_token_budget([10, 10, 50_000], 4_000) == 2
+    items = [user("u", 100), assistant("a", 100), user("huge", 50_000)]
+    result = POLICY.compact(items, PROFILE, est, FakeSummarizer())
+    assert result.fired
+    assert [i.id for i in result.items][1:] == ["huge"]
+    assert result.details["recent_messages"] == 1
+
+
+def test_the_keep_recent_budget_is_clamped_to_half_the_limit() -> None:
+    assert PROFILE.keep_recent_tokens == 20_000
+    items = [user(f"m{i}", 1_000) for i in range(10)]  # 10,000 ≥ 8,000
+    result = POLICY.compact(items, PROFILE, est, FakeSummarizer())
+    assert result.details["keep_recent_tokens"] == 4_000  # 8,000 / 2, not 20,000
+    assert [i.id for i in result.items[1:]] == ["m6", "m7", "m8", "m9"]
+    assert split_by_token_budget([1_000] * 10, 20_000) == 0  # unclamped: nothing to summarize
+
+
+def test_the_split_counts_messages_when_the_token_budget_is_zero() -> None:
+    profile = GoAgentProfile(keep_recent_tokens=0, keep_recent=3)
+    items = [user(f"m{i}", 1_000) for i in range(10)]
+    result = POLICY.compact(items, profile, est, FakeSummarizer())
+    assert [i.id for i in result.items[1:]] == ["m7", "m8", "m9"]
+    zero = GoAgentProfile(keep_recent_tokens=0, keep_recent=0)  # 0 means the default 5
+    result = POLICY.compact(items, zero, est, FakeSummarizer())
+    assert len(result.items) == 1 + 5
+
+
+def test_nothing_is_compacted_when_every_message_fits_the_budget() -> None:
+    items = [user("u", 100), assistant("a", 100)]
+    result = POLICY.compact(items, PROFILE, est, FakeSummarizer(), force=True)
+    assert not result.fired and "fits the keep-recent budget" in result.reason
+
+
+# -- the rebuilt context -------------------------------------------------------------------------
+
+
+def test_the_summary_comes_first_then_the_recent_messages() -> None:
+    system = it(text_msg("sys", Role.SYSTEM, "you are an agent"), 50_000)
+    items = [system, user("u", 5_000), assistant("a", 3_500), user("u2", 1_000)]
+    summarizer = FakeSummarizer("the gist")
+    result = POLICY.compact(items, PROFILE, est, summarizer)
+    assert result.fired and result.action is Action.COMPACT
+    assert [i.id for i in result.items] == ["sys", "goagent:summary:a", "u2"]  # 4,500 > 4,000
+    summary = result.items[1].message
+    assert summary.role is Role.USER and summary.kind is MessageKind.SUMMARY
+    assert summary.text == "[Previous conversation summary]\n\nthe gist"
+    assert [(c.id, c.status) for c in result.changes] == [
+        ("sys", ItemStatus.KEPT),
+        ("u", ItemStatus.SUMMARIZED),
+        ("a", ItemStatus.SUMMARIZED),
+        ("u2", ItemStatus.KEPT),
+        ("goagent:summary:a", ItemStatus.ADDED),
+    ]
+    assert result.details["context_tokens"] == 9_500  # the system prompt is not counted
+    assert result.tokens_after == 50_000 + result.items[1].tokens + 1_000
+
+
+def test_the_summarizer_sees_visible_messages_with_tool_output_clipped() -> None:
+    long_output = "H" * 1_500 + "T" * 1_500
+    hidden = it(text_msg("old", Role.USER, "archived", visible=False), 0)
+    items = [hidden, tool("t", 9_000, long_output), user("u2", 100)]
+    summarizer = FakeSummarizer()
+    result = POLICY.compact(items, PROFILE, est, summarizer)
+    (messages, budget), *_ = summarizer.calls
+    assert budget == 800
+    assert [m.id for m in messages] == ["t"]
+    assert messages[0].text == "H" * 1_200 + "\n... (truncated) ...\n" + "T" * 600
+    assert result.changes[0].status is ItemStatus.DROPPED  # hidden, left out
+
+
+def test_recent_tool_results_beyond_the_cutoff_are_archived_with_a_digest() -> None:
+    recent = [tool(f"t{i}", 10, f"line {i}\nmore") for i in range(12)]
+    items = [user("u", 9_000), *recent]
+    result = POLICY.compact(items, PROFILE, est, FakeSummarizer())
+    by_id = {i.id: i for i in result.items}
+    for old in ("t0", "t1"):
+        archived = by_id[old].message
+        assert not archived.visible and archived.kind is MessageKind.ARCHIVED
+        assert archived.text == f"line {old[1:]}\nmore"  # kept for the user
+        assert by_id[old].tokens == 0
+    assert all(by_id[f"t{i}"].message.visible for i in range(2, 12))
+    digest = result.items[-1].message
+    assert digest.role is Role.USER and digest.kind is MessageKind.TOOL_SUMMARY
+    assert digest.visible
+    assert digest.text == (
+        "[Compaction tool digest]\n- read (ok): line 0 more\n- read (ok): line 1 more"
+    )
+    statuses = {c.id: c.status for c in result.changes}
+    assert statuses["t0"] is ItemStatus.ARCHIVED and statuses["t2"] is ItemStatus.KEPT
+    assert statuses[digest.id] is ItemStatus.ADDED
+    assert result.details["archived_in_recent"] == 2
+
+
+def test_digest_lines() -> None:
+    long = "x" * 250
+    assert digest_line(tool_msg("a", "one\ntwo\n")) == "- read (ok): one two"
+    assert digest_line(tool_msg("b", long, name=" ")) == "- unknown (ok): " + "x" * 200
+    assert digest_line(tool_msg("c", "  ", name="bash", error=True)) == (
+        "- bash (error): (empty output)"
+    )
+
+
+def test_a_failed_summary_leaves_the_context_as_it_was() -> None:
+    items = [user("u", 9_000), assistant("a", 10)]
+    result = POLICY.compact(items, PROFILE, est, FakeSummarizer("  \n"))
+    assert not result.fired and result.items == items
+    assert "compaction failed" in result.reason
+    failed = POLICY.compact(items, PROFILE, est, FailingSummarizer())
+    assert not failed.fired and "context deadline exceeded" in failed.reason
+
+
+def test_a_failing_llm_tool_summary_falls_back_to_the_heuristic() -> None:
+    items = [tool(f"t{i}", 10) for i in range(11)]
+    (result,) = POLICY.manage(items, PROFILE, est, FailingSummarizer())
+    assert 'Tool "read" finished with status ok' in result.items[-1].message.text
+    assert result.details["heuristic_summaries"] == 1
+
+
+# -- per-turn tool summaries -------------------------------------------------------------------
+
+
+def test_tool_results_beyond_the_cutoff_are_archived_and_summarized_each_turn() -> None:
+    items = [user("u", 10), *[tool(f"t{i}", 10) for i in range(12)]]
+    summarizer = FakeSummarizer("two facts")
+    (result,) = POLICY.manage(items, PROFILE, est, summarizer)
+    assert result.action is Action.PRUNE and result.fired
+    assert [i.id for i in result.items[:13]] == [i.id for i in items]  # all still present
+    assert not result.items[1].message.visible and not result.items[2].message.visible
+    assert result.items[1].message.kind is MessageKind.ARCHIVED
+    added = result.items[13:]
+    assert [a.message.text for a in added] == [
+        "[Tool output summary]\nTool: read\nCall ID: call-t0\nStatus: ok\ntwo facts",
+        "[Tool output summary]\nTool: read\nCall ID: call-t1\nStatus: ok\ntwo facts",
+    ]
+    assert all(a.message.kind is MessageKind.TOOL_SUMMARY for a in added)
+    assert all(a.message.role is Role.USER for a in added)
+    assert len(summarizer.calls) == 2
+
+
+def test_the_heuristic_summary_keeps_head_and_tail() -> None:
+    message = tool_msg("t", "A" * 600 + "B" * 600, name="grep", error=True)
+    assert heuristic_tool_summary(message, 800) == (
+        'Tool "grep" finished with status error. Output excerpt:\n'
+        + "A" * 533
+        + "\n... (truncated) ...\n"
+        + "B" * 267
+    )
+
+
+def test_an_empty_llm_summary_falls_back_to_the_heuristic_and_long_ones_are_clipped() -> None:
+    items = [*[tool(f"t{i}", 10) for i in range(11)]]
+    (fallback,) = POLICY.manage(items, PROFILE, est, FakeSummarizer(""))
+    assert 'Tool "read" finished with status ok' in fallback.items[-1].message.text
+    (clipped,) = POLICY.manage(items, PROFILE, est, FakeSummarizer("z" * 5_000))
+    assert clipped.items[-1].message.text.endswith("\n" + "z" * 1_200)
+
+
+def test_tool_summaries_follow_the_strategy() -> None:
+    items = [*[tool(f"t{i}", 10) for i in range(11)]]
+    off = GoAgentProfile(tool_summary_strategy="off")
+    assert POLICY.manage(items, off, est, FakeSummarizer()) == []
+    assert not POLICY.prune(items, off, est).fired
+    forced = POLICY.prune(items, off, est, force=True)
+    assert forced.fired and "finished with status ok" in forced.items[-1].message.text
+    heuristic = GoAgentProfile(tool_summary_strategy="heuristic")
+    summarizer = FakeSummarizer()
+    POLICY.manage(items, heuristic, est, summarizer)
+    assert summarizer.calls == []
+
+
+def test_tool_summaries_are_idempotent() -> None:
+    items = [*[tool(f"t{i}", 10) for i in range(15)]]
+    first = POLICY.prune(items, PROFILE, est)
+    assert first.fired and first.details["archived"] == 5
+    second = POLICY.prune(first.items, PROFILE, est, force=True)
+    assert not second.fired and "≤ cutoff 10" in second.reason
+
+
+# -- tool output limits ------------------------------------------------------------------------
+
+
+def test_lines_are_cut_head_and_tail_with_a_notice() -> None:
+    profile = GoAgentProfile(tool_output_max_lines=4)
+    text = "\n".join(f"l{i}" for i in range(10))
+    limited = limit_tool_output(text, profile)
+    assert limited is not None and limited.truncated_by == "lines"
+    # The shown figures are measured on the cut text, marker line included (hence 39 > 29).
+    assert limited.text == (
+        "l0\nl1\n... [truncated 6 lines] ...\nl8\nl9"
+        "\n\n[tool output truncated: showing 5/10 lines, 39B/29B bytes, 39/29 chars]"
+    )
+
+
+def test_head_mode_and_small_line_limits_keep_the_head() -> None:
+    text = "\n".join(f"l{i}" for i in range(10))
+    head_mode = GoAgentProfile(tool_output_max_lines=4, tool_output_truncate_mode="head")
+    head = limit_tool_output(text, head_mode)
+    assert head is not None and head.text.startswith("l0\nl1\nl2\nl3\n\n[tool output truncated")
+    three = limit_tool_output(text, GoAgentProfile(tool_output_max_lines=3))
+    assert three is not None and three.text.startswith("l0\nl1\nl2\n\n")
+
+
+def test_runes_then_bytes_are_cut_without_splitting_a_character() -> None:
+    chars = limit_tool_output("é" * 100, GoAgentProfile(tool_output_max_chars=10))
+    assert chars is not None and chars.truncated_by == "chars"
+    assert chars.text.startswith("é" * 10 + "\n\n")
+    assert "showing 1/1 lines, 20B/200B bytes, 10/100 chars" in chars.text
+    data = limit_tool_output("é" * 100, GoAgentProfile(tool_output_max_bytes=11))
+    assert data is not None and data.truncated_by == "bytes"
+    assert data.text.startswith("é" * 5 + "\n\n")  # 5 × 2 bytes; the 6th would split
+
+
+def test_very_large_outputs_are_spilled_but_no_file_is_written() -> None:
+    text = "w" * 2_001
+    limited = limit_tool_output(text, GoAgentProfile(tool_output_large_threshold=2_000))
+    assert limited is not None and limited.spilled
+    sha = hashlib.sha256(text.encode()).hexdigest()
+    assert limited.text.startswith("[tool output too large: 2001 chars]\nSaved to: ")
+    assert "(simulated" in limited.text
+    assert limited.text.endswith(f"\nSHA256: {sha}")
+
+
+def test_admit_applies_the_limits_to_tool_outputs_only() -> None:
+    profile = GoAgentProfile(tool_output_max_lines=4)
+    big = it(tool_msg("t", "\n".join("x" * 10 for _ in range(50))))
+    result = POLICY.admit(big, [user("u", 5)], profile, est)
+    assert result is not None and result.action is Action.TRUNCATE
+    assert [i.id for i in result.items] == ["u", "t"]
+    assert result.changes[-1].status is ItemStatus.TRUNCATED
+    assert result.items[-1].tokens == est(result.items[-1].message) < big.tokens
+    assert POLICY.admit(tool("small"), [], profile, est) is None
+    assert POLICY.admit(user("u", 5, "\n" * 100), [], profile, est) is None
+
+
+def test_truncate_applies_the_limits_to_every_tool_output() -> None:
+    profile = GoAgentProfile(tool_output_max_chars=5)
+    items = [user("u", 5, "long user text"), tool("t1", text="abcdefgh"), tool("t2", text="ab")]
+    result = POLICY.truncate(items, profile, est)
+    assert [c.status for c in result.changes] == [
+        ItemStatus.KEPT,
+        ItemStatus.TRUNCATED,
+        ItemStatus.KEPT,
+    ]
+    assert not POLICY.truncate(items[2:], profile, est).fired
+
+
+def test_the_policy_needs_the_goagent_profile() -> None:
+    with pytest.raises(ConfigError):
+        POLICY.prune([], AiAgentProfile(), est)
+
+
+# -- properties --------------------------------------------------------------------------------
+
+
+@given(
+    st.lists(st.integers(min_value=0, max_value=10_000), min_size=1, max_size=40),
+    st.integers(min_value=1, max_value=30_000),
+)
+def test_the_split_keeps_one_message_and_stays_in_budget_beyond_it(
+    tokens: list[int], budget: int
+) -> None:
+    start = split_by_token_budget(tokens, budget)
+    assert 0 <= start <= len(tokens) - 1
+    recent = tokens[start:]
+    assert len(recent) == 1 or sum(recent) <= budget
+    if start > 0:
+        assert sum(tokens[start - 1 :]) > budget
+
+
+@given(
+    st.lists(st.integers(min_value=0, max_value=5_000), min_size=1, max_size=30),
+    st.integers(min_value=0, max_value=25),
+)
+def test_compaction_keeps_the_prompt_and_accounts_for_every_item(
+    sizes: list[int], tool_every: int
+) -> None:
+    system = it(text_msg("sys", Role.SYSTEM, "prompt"), 123)
+    body = [
+        tool(f"m{i}", n) if tool_every and i % max(1, tool_every) == 0 else user(f"m{i}", n)
+        for i, n in enumerate(sizes)
+    ]
+    items = [system, *body]
+    result = POLICY.compact(items, PROFILE, est, FakeSummarizer(), force=True)
+    assert result.items[0] == system
+    originals = [c for c in result.changes if c.status is not ItemStatus.ADDED]
+    assert [c.id for c in originals] == [i.id for i in items]
+    kept_ids = {i.id for i in result.items}
+    for change in originals:
+        present = change.id in kept_ids
+        assert present == (change.status in (ItemStatus.KEPT, ItemStatus.ARCHIVED))
+    assert result.tokens_after == sum(i.tokens for i in result.items)

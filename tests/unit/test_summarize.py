@@ -1,0 +1,419 @@
+"""The local extractive summarizer and the summarizer configuration."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from inspector.core.model import Message, MessageKind, Part, PartType, Role
+from inspector.core.summarize import (
+    LocalSummarizer,
+    OpenAICompatibleSummarizer,
+    SummarizerError,
+    render_conversation,
+    summarizer_from_config,
+    system_prompt,
+)
+from inspector.errors import ConfigError, InspectorError
+
+
+def text(role: Role, body: str, id: str = "m") -> Message:
+    return Message(id=id, role=role, parts=(Part(type=PartType.TEXT, text=body),))
+
+
+def call(name: str, arguments: object, id: str = "c") -> Message:
+    args = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    return Message(
+        id=id,
+        role=Role.ASSISTANT,
+        kind=MessageKind.TOOL_CALL,
+        parts=(Part(type=PartType.TOOL_CALL, tool_name=name, call_id=id, arguments=args),),
+    )
+
+
+def output(body: str, is_error: bool = False, id: str = "r") -> Message:
+    return Message(
+        id=id,
+        role=Role.TOOL,
+        kind=MessageKind.TOOL_RESULT,
+        parts=(Part(type=PartType.TOOL_RESULT, text=body, is_error=is_error),),
+    )
+
+
+PYTEST_FAILURE = """\
+============================= FAILURES =============================
+___________________________ test_empty ___________________________
+tests/test_parser.py:12: in test_empty
+    parse("")
+src/parser/core.py:45: in parse
+    return tokens[0]
+E   IndexError: list index out of range
+=========== 1 failed, 3 passed in 0.12s ===========
+"""
+
+SESSION = [
+    text(Role.SYSTEM, "You are a careful coding agent. Never run rm -rf.", "sys"),
+    text(Role.USER, "Fix the crash in the parser on empty input (tests/test_parser.py).", "u1"),
+    call("bash", {"command": "pytest -x tests/test_parser.py"}, "c1"),
+    output(PYTEST_FAILURE, id="r1"),
+    text(
+        Role.ASSISTANT,
+        "Added a guard for empty token lists in src/parser/core.py.\n"
+        "I decided to return an empty Tree instead of raising, because empty input is valid.",
+        "a1",
+    ),
+    call("str_replace_editor", {"path": "src/parser/core.py", "old_str": "x", "new_str": "y"}),
+    output("The file src/parser/core.py has been edited.", id="r2"),
+    call("shell", {"command": ["bash", "-lc", "ruff check src && mypy src"]}, "c3"),
+    output("src/parser/tree.py:3: error: Missing return statement", id="r3"),
+    text(Role.ASSISTANT, "Fixed the missing return in src/parser/tree.py.", "a2"),
+    text(Role.USER, "Also add a CHANGELOG.md entry.", "u2"),
+    text(
+        Role.ASSISTANT,
+        "Ran the checks:\n$ make test\nAll green.\n\nNext steps:\n"
+        "1. Add the CHANGELOG.md entry\n- [ ] release 0.4.1\n"
+        "TODO: bump the version in pyproject.toml",
+        "a3",
+    ),
+]
+
+
+def section(summary: str, header_start: str) -> list[str]:
+    lines = summary.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header_start))
+    body: list[str] = []
+    for line in lines[start + 1 :]:
+        if not line.startswith("- "):
+            break
+        body.append(line[2:])
+    return body
+
+
+# --------------------------------------------------------------------------------------------
+# Local summarizer
+
+
+def test_every_section_is_there_with_what_compaction_prompts_ask_for() -> None:
+    summary = LocalSummarizer().summarize(SESSION, 2000)
+    task = section(summary, "Task")
+    assert task[0] == "first: Fix the crash in the parser on empty input (tests/test_parser.py)."
+    assert task[1] == "then: Also add a CHANGELOG.md entry."
+    files = section(summary, "Files")
+    for path in (
+        "tests/test_parser.py",
+        "src/parser/core.py",
+        "src/parser/tree.py",
+        "CHANGELOG.md",
+        "pyproject.toml",
+    ):
+        assert path in files
+    commands = section(summary, "Commands")
+    assert commands == ["pytest -x tests/test_parser.py", "ruff check src && mypy src", "make test"]
+    errors = section(summary, "Errors")
+    assert "E IndexError: list index out of range" in errors
+    assert (
+        "1 failed, 3 passed in 0.12s → Added a guard for empty token lists in src/parser/core.py."
+        in errors
+    )
+    assert (
+        "src/parser/tree.py:3: error: Missing return statement → "
+        "Fixed the missing return in src/parser/tree.py." in errors
+    )
+    assert any(e.endswith("→ Added a guard for empty token lists in src/parser/core.py.")
+               for e in errors)  # fmt: skip
+    decisions = section(summary, "Decisions")
+    assert decisions == [
+        "I decided to return an empty Tree instead of raising, because empty input is valid."
+    ]
+    steps = section(summary, "Where it stopped")
+    assert steps == [
+        "Add the CHANGELOG.md entry",
+        "release 0.4.1",
+        "TODO: bump the version in pyproject.toml",
+    ]
+    assert "Never run rm -rf" not in summary  # the system prompt is not the task
+    assert "FAILURES" not in summary  # banners are not errors
+
+
+def test_the_same_input_gives_the_same_output() -> None:
+    a = LocalSummarizer().summarize(SESSION, 120)
+    b = LocalSummarizer().summarize(list(SESSION), 120)
+    assert a == b
+
+
+@pytest.mark.parametrize("budget", [2000, 300, 120, 60, 25, 10, 3, 1])
+def test_the_budget_is_respected(budget: int) -> None:
+    summarizer = LocalSummarizer()
+    summary = summarizer.summarize(SESSION, budget)
+    assert summarizer.measure(summary) <= budget
+    assert -(-len(summary) // 4) <= budget
+    assert summary  # something always fits a budget of one token or more
+
+
+def test_zero_budget_and_no_messages_give_nothing() -> None:
+    assert LocalSummarizer().summarize(SESSION, 0) == ""
+    assert LocalSummarizer().summarize([], 100) == ""
+
+
+def test_lowest_value_lines_go_first_oldest_within_a_section_never_cut() -> None:
+    full = LocalSummarizer().summarize(SESSION, 2000)
+    short = LocalSummarizer().summarize(SESSION, 150)
+    assert len(short) < len(full)
+    full_lines = set(full.splitlines())
+    assert set(short.splitlines()) <= full_lines  # whole lines only
+    assert "Commands run:" not in short  # commands are the least valuable
+    assert section(short, "Task")[0].startswith("first: ")
+
+
+def test_within_a_section_the_oldest_mention_goes_first() -> None:
+    messages = [text(Role.USER, "Tidy the package.", "u")]
+    messages += [output(f"wrote src/pkg/module_{i:02}.py", id=f"r{i}") for i in range(12)]
+    messages.append(output("checked src/pkg/module_00.py again", id="again"))
+    summarizer = LocalSummarizer()
+    full = section(summarizer.summarize(messages, 1000), "Files")
+    assert full[-1] == "src/pkg/module_00.py"  # ordered by latest mention
+    short = summarizer.summarize(messages, 60)
+    files = section(short, "Files")
+    assert 0 < len(files) < len(full)
+    assert files == full[-len(files) :]  # the oldest mentions went first
+    assert "src/pkg/module_00.py" in files
+
+
+def test_only_a_single_line_longer_than_the_budget_is_cut() -> None:
+    request = "Please refactor " + "the module " * 200
+    summary = LocalSummarizer().summarize([text(Role.USER, request)], 20)
+    assert summary.endswith("…")
+    assert summary.startswith("first: Please refactor the module")
+    assert -(-len(summary) // 4) <= 20
+
+
+def test_a_counter_measures_the_budget() -> None:
+    class Words:
+        def count(self, text: str) -> int:
+            return len(text.split())
+
+    summarizer = LocalSummarizer(Words())
+    summary = summarizer.summarize(SESSION, 40)
+    assert len(summary.split()) <= 40
+    assert len(summary) > 40 * 4 // 2  # words, not four-char tokens
+
+
+def test_paths_commands_and_errors_from_realistic_tool_output() -> None:
+    messages = [
+        text(Role.USER, "Why does the build fail?", "u"),
+        call(
+            "run_terminal_cmd",
+            {"command": "cd web && npm run build 2>&1 | tail -5", "is_background": False},
+            "c1",
+        ),
+        output(
+            "> web@1.0.0 build\n> tsc -p tsconfig.json\n"
+            "src/components/Chart.tsx(41,7): error TS2322: Type 'string' is not assignable\n"
+            "npm ERR! code ELIFECYCLE\nnpm ERR! Failed at the web@1.0.0 build script.",
+            is_error=True,
+            id="r1",
+        ),
+        text(
+            Role.ASSISTANT, "The Chart prop must be a number; I'll convert it with Number().", "a"
+        ),
+        call("exec_command", {"cmd": ["bash", "-lc", "rg -n 'width=' web/src/components"]}, "c2"),
+        output("web/src/components/Chart.tsx:41:      width={props.w}", id="r2"),
+        call("read_file", {"file_path": "/home/dev/web/package.json"}, "c3"),
+        output(
+            "Traceback (most recent call last):\n  File \"x.py\", line 1\nKeyError: 'w'", id="r4"
+        ),
+    ]
+    summary = LocalSummarizer().summarize(messages, 2000)
+    files = section(summary, "Files")
+    assert "tsconfig.json" in files
+    assert "web/src/components/Chart.tsx" in files
+    assert "/home/dev/web/package.json" in files
+    assert "x.py" in files
+    assert "web@1.0.0" not in files and "Number()." not in files
+    commands = section(summary, "Commands")
+    assert commands == [
+        "cd web && npm run build 2>&1 | tail -5",
+        "rg -n 'width=' web/src/components",
+    ]
+    errors = section(summary, "Errors")
+    assert any("error TS2322" in e for e in errors)
+    assert any(e.startswith("npm ERR! Failed at the web@1.0.0 build script. → The Chart prop")
+               for e in errors)  # fmt: skip
+    assert "KeyError: 'w'" in errors
+
+
+def test_a_failed_tool_output_without_error_words_still_counts_as_an_error() -> None:
+    messages = [
+        call("bash", {"command": "cat /etc/shadow"}, "c"),
+        output("cat: /etc/shadow: Permission denied", is_error=True, id="r"),
+        text(Role.ASSISTANT, "That file needs root; skipping it.", "a"),
+    ]
+    summary = LocalSummarizer().summarize(messages, 500)
+    assert section(summary, "Errors") == [
+        "cat: /etc/shadow: Permission denied → That file needs root; skipping it."
+    ]
+    assert section(summary, "Commands") == ["cat /etc/shadow"]
+    not_a_shell = [call("read_file", {"command": "not run"}, "c")]
+    assert "Commands run:" not in LocalSummarizer().summarize(not_a_shell, 500)
+
+
+def test_dollar_lines_and_earlier_summaries_are_kept() -> None:
+    earlier = Message(
+        id="s",
+        role=Role.USER,
+        kind=MessageKind.SUMMARY,
+        parts=(Part(type=PartType.TEXT, text="Files touched:\n- kept from before: lexer.rs"),),
+    )
+    messages = [earlier, text(Role.ASSISTANT, "I ran it:\n  $ cargo test -q\nok", "a")]
+    summary = LocalSummarizer().summarize(messages, 500)
+    assert section(summary, "Carried over") == ["kept from before: lexer.rs"]
+    assert section(summary, "Commands") == ["cargo test -q"]
+
+
+def test_no_plan_in_the_last_message_keeps_its_last_sentence() -> None:
+    messages = [text(Role.USER, "hi", "u"), text(Role.ASSISTANT, "Hello. All tests pass.", "a")]
+    summary = LocalSummarizer().summarize(messages, 500)
+    assert section(summary, "Where it stopped") == ["last said: All tests pass."]
+
+
+words = st.text(
+    alphabet=st.sampled_from(list("abcdefghij ./$-_:\nEerror0123456789é漢🙂")), max_size=300
+)
+message_specs = st.lists(
+    st.tuples(st.sampled_from([Role.USER, Role.ASSISTANT, Role.TOOL, Role.SYSTEM]), words),
+    max_size=12,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(message_specs, st.integers(0, 400))
+def test_property_never_exceeds_the_budget_and_is_deterministic(specs, budget) -> None:
+    messages = [
+        output(body, id=f"r{i}") if role is Role.TOOL else text(role, body, f"m{i}")
+        for i, (role, body) in enumerate(specs)
+    ]
+    summarizer = LocalSummarizer()
+    summary = summarizer.summarize(messages, budget)
+    assert summarizer.measure(summary) <= budget
+    assert summarizer.summarize(messages, budget) == summary
+
+
+# --------------------------------------------------------------------------------------------
+# Rendering for an endpoint
+
+
+def test_system_prompt_names_every_section_and_the_budget() -> None:
+    prompt = system_prompt(500)
+    for word in ("task", "files", "commands", "errors", "resolved", "decisions", "next steps"):
+        assert word in prompt
+    assert "500 tokens" in prompt
+
+
+def test_render_conversation_labels_each_part_and_clips_huge_outputs() -> None:
+    rendered = render_conversation(
+        [
+            text(Role.USER, "hello", "u"),
+            call("bash", {"command": "ls"}, "c"),
+            output("x" * 50_000, id="r"),
+        ]
+    )
+    assert "[user]\nhello" in rendered
+    assert '[assistant called bash] {"command": "ls"}' in rendered
+    assert "characters left out" in rendered
+    assert len(rendered) < 10_000
+
+
+# --------------------------------------------------------------------------------------------
+# Configuration
+
+
+def test_default_is_local() -> None:
+    assert isinstance(summarizer_from_config({}), LocalSummarizer)
+    assert isinstance(summarizer_from_config({"summarizer": "local"}), LocalSummarizer)
+
+
+def test_openai_from_config() -> None:
+    s = summarizer_from_config(
+        {
+            "summarizer": "openai",
+            "summarizer_base_url": "http://127.0.0.1:8080/v1/",
+            "summarizer_model": "qwen2.5-7b",
+            "summarizer_api_key_env": "MY_KEY",
+            "summarizer_timeout": 5,
+            "summarizer_retries": 0,
+            "profile": "fifth",  # other keys belong to others
+        }
+    )
+    assert isinstance(s, OpenAICompatibleSummarizer)
+    assert s.url == "http://127.0.0.1:8080/v1/chat/completions"
+    assert (s.model, s.api_key_env, s.timeout, s.retries) == ("qwen2.5-7b", "MY_KEY", 5.0, 0)
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"summarizer": "gpt"}, "summarizer: expected 'local' or 'openai'"),
+        ({"summarizer": "openai", "summarizer_model": "m"}, "summarizer_base_url is required"),
+        (
+            {"summarizer": "openai", "summarizer_base_url": "ftp://x", "summarizer_model": "m"},
+            "http:// or https://",
+        ),
+        ({"summarizer": "openai", "summarizer_base_url": "http://h/v1"}, "summarizer_model"),
+        (
+            {
+                "summarizer": "openai",
+                "summarizer_base_url": "http://h/v1",
+                "summarizer_model": "m",
+                "summarizer_timeout": 0,
+            },
+            "summarizer_timeout",
+        ),
+        (
+            {
+                "summarizer": "openai",
+                "summarizer_base_url": "http://h/v1",
+                "summarizer_model": "m",
+                "summarizer_retries": True,
+            },
+            "summarizer_retries",
+        ),
+        (
+            {
+                "summarizer": "openai",
+                "summarizer_base_url": "http://h/v1",
+                "summarizer_model": "m",
+                "summarizer_retries": -1,
+            },
+            "summarizer_retries",
+        ),
+        ({"summarizer_modle": "m"}, "did you mean summarizer_model"),
+    ],
+)
+def test_bad_values_are_config_errors(config: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        summarizer_from_config(config)
+    assert message in info.value.one_line()
+
+
+def test_a_key_pasted_as_the_variable_name_is_refused_without_echoing_it() -> None:
+    secret = "sk-proj-AbC123secret"
+    with pytest.raises(ConfigError) as info:
+        summarizer_from_config(
+            {
+                "summarizer": "openai",
+                "summarizer_base_url": "https://api.openai.com/v1",
+                "summarizer_model": "gpt-4o-mini",
+                "summarizer_api_key_env": secret,
+            }
+        )
+    assert secret not in info.value.one_line()
+    assert "NAME of an environment variable" in info.value.one_line()
+
+
+def test_summarizer_error_is_a_titled_inspector_error() -> None:
+    error = SummarizerError("Summarizer timed out", "no reply")
+    assert isinstance(error, InspectorError)
+    assert error.one_line() == "Summarizer timed out: no reply"
