@@ -139,7 +139,7 @@ def _open_one(
             out.extend(_open_one(file, profile_for, None, count_exact))
         return out
     profile = profile_for(spec)
-    if spec.snapshot is not None:
+    if spec.snapshot is not None and (spec.parser is None or path.is_dir()):
         return _open_snapshot(path, spec, profile, count_exact)
     loaded = load_session(path, profile, format_spec=spec, count_exact=count_exact)
     return [loaded, *split_threads(loaded)]

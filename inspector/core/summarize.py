@@ -478,7 +478,12 @@ class LocalSummarizer:
                     value += _FIRST_REQUEST_BONUS
                 lines.append(_Line(s_index, position, value, text))
         if not lines:
-            return ""
+            if not messages:
+                return ""
+            # nothing to extract (e.g. a conversation a log does not show): say so, briefly,
+            # rather than return nothing, which agents treat as a failed compaction
+            note = f"(summary of {len(messages)} messages: no task, file, command or error found)"
+            return note if self.measure(note) <= budget_tokens else note[: budget_tokens * 4]
         order = sorted(
             range(len(lines)),
             key=lambda i: (lines[i].value, -lines[i].section, lines[i].position),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
 import importlib
@@ -80,6 +81,7 @@ class FormatSpec:
     snapshot: Callable[[Path], list[SnapshotSession]] | None = None
     expand: Callable[[Path], list[Path]] | None = None
     folder: bool = False  # accepts a folder path (snapshot or expand)
+    module: str = ""  # the registering module (filled in by ``register``)
 
     def make_parser(self, source: int = 0, path: str = "") -> Parser:
         """A stream parser for this format (only for formats that have one)."""
@@ -109,18 +111,25 @@ _FORMATS: dict[str, FormatSpec] = {}
 
 
 def register(spec: FormatSpec) -> FormatSpec:
+    if not spec.module:
+        origin = spec.parser or spec.snapshot or spec.sniff
+        spec = dataclasses.replace(spec, module=getattr(origin, "__module__", ""))
     _FORMATS[spec.name] = spec
     return spec
 
 
 def all_formats() -> list[FormatSpec]:
-    for module in FORMAT_MODULES:
+    """Every registered format, in the order of ``FORMAT_MODULES`` (ties in detection go to
+    the earlier one), whatever order the modules happened to be imported in."""
+    order: dict[str, int] = {}
+    for rank, module in enumerate(FORMAT_MODULES):
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as exc:
             if exc.name != module:
                 raise
-    return list(_FORMATS.values())
+        order[module] = rank
+    return sorted(_FORMATS.values(), key=lambda spec: order.get(spec.module, len(order)))
 
 
 def get_format(name: str) -> FormatSpec:

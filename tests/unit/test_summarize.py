@@ -158,6 +158,13 @@ def test_zero_budget_and_no_messages_give_nothing() -> None:
     assert LocalSummarizer().summarize([], 100) == ""
 
 
+def test_messages_with_nothing_to_extract_still_get_a_short_summary() -> None:
+    blank = [Message(id="x", role=Role.USER, kind=MessageKind.META)]
+    text = LocalSummarizer().summarize(blank, 100)
+    assert "1 messages" in text and "no task" in text
+    assert len(LocalSummarizer().summarize(blank, 3)) <= 12
+
+
 def test_lowest_value_lines_go_first_oldest_within_a_section_never_cut() -> None:
     full = LocalSummarizer().summarize(SESSION, 2000)
     short = LocalSummarizer().summarize(SESSION, 150)
