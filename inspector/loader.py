@@ -11,8 +11,15 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from inspector.core.model import Event, Message, MessageAdded, RequestSent, SourceSpan
-from inspector.core.profiles import Profile
+from inspector.core.model import (
+    Event,
+    GuardEvaluated,
+    Message,
+    MessageAdded,
+    RequestSent,
+    SourceSpan,
+)
+from inspector.core.profiles import Profile, make_profile
 from inspector.core.session import MAIN_THREAD, Session
 from inspector.core.tokens import ENCODINGS, TokenCounter, encoding_for_model, get_counter
 from inspector.errors import InputError
@@ -109,6 +116,36 @@ def load_session(
     return LoadedSession(session, path, format_spec, profile, counter, parser, paths=[path])
 
 
+def calibrate(profile: Profile, session: Session) -> Profile:
+    """The profile with the agent's own figures from the input (its window; for a guard, its
+    buffer and output reserve) filling the settings the user did not set."""
+    found: dict[str, object] = {}
+    window = session.info.get("context_window")
+    if isinstance(window, int) and window > 0:
+        found["context_window"] = window
+    for _, event in session.non_message_events():
+        if isinstance(event, GuardEvaluated) and event.targets:
+            target = event.targets[0]
+            found.update(
+                context_window=target.context_window,
+                buffer_tokens=target.buffer_tokens,
+                max_output_tokens=target.max_output_tokens,
+            )
+            break
+    fields = type(profile).model_fields
+    found = {
+        k: v
+        for k, v in found.items()
+        if k in fields and k not in profile.model_fields_set and getattr(profile, k) != v
+    }
+    if not found:
+        return profile
+    explicit = {
+        k: getattr(profile, k) for k in profile.model_fields_set if k not in ("name", "agent")
+    }
+    return make_profile(profile.name, {**found, **explicit})
+
+
 def open_inputs(
     paths: Sequence[Path],
     profile_for: ProfileFactory,
@@ -119,10 +156,14 @@ def open_inputs(
 ) -> list[LoadedSession]:
     """Every session the paths hold, each read with the profile chosen for its format."""
     if merge and len(paths) > 1:
-        return [merge_streams(paths, profile_for, format_name=format_name, count_exact=count_exact)]
+        merged = merge_streams(paths, profile_for, format_name=format_name, count_exact=count_exact)
+        merged.profile = calibrate(merged.profile, merged.session)
+        return [merged]
     out: list[LoadedSession] = []
     for path in paths:
         out.extend(_open_one(path, profile_for, format_name, count_exact))
+    for loaded in out:
+        loaded.profile = calibrate(loaded.profile, loaded.session)
     return out
 
 

@@ -178,6 +178,7 @@ def replay(
     step = 0
     skip_summary = False
     dropped_sizes: dict[str, int] = {}
+    pending: list[Decision] = []  # decisions taken in the build-up of the next request
 
     def count_exact(item: ContextItem) -> int:
         assert exact is not None
@@ -204,17 +205,18 @@ def replay(
                 if admitted is not None and admitted.fired:
                     item = _admitted_item(admitted, item)
                     kind = _KIND_OF_ACTION.get(admitted.action, admitted.action.value)
-                    decision = Decision(
-                        step + 1,
-                        kind,
-                        admitted.tokens_before,
-                        admitted.tokens_after,
-                        admitted.reason,
+                    pending.append(
+                        Decision(
+                            step + 1,
+                            kind,
+                            admitted.tokens_before,
+                            admitted.tokens_after,
+                            admitted.reason,
+                        )
                     )
-                    decisions.append(decision)
                     results.append(ActionRecord(step + 1, [original], admitted))
                     if admitted.details.get("final_turn"):
-                        decisions.append(Decision(step + 1, "final_turn", detail=admitted.reason))
+                        pending.append(Decision(step + 1, "final_turn", detail=admitted.reason))
             context.append(item)
             continue
         event = raw
@@ -235,14 +237,32 @@ def replay(
                 pre = max(0, recorded_tokens + offset + recorded_reduction)
                 overhead = pre
             items = _with_overhead(context.items, overhead, has_messages)
-            fired = policy.manage(items, profile, estimate, summarizer)
+            fired = [r for r in policy.manage(items, profile, estimate, summarizer) if r.fired]
             replayed_reduction = 0
             replayed_persistent = 0
-            step_decisions: list[Decision] = []
+            step_decisions: list[Decision] = list(pending)
+            pending.clear()
+            adopt = (
+                not has_messages
+                and any(d.kind in _REDUCING for d in recorded_here)
+                and any(_KIND_OF_ACTION.get(r.action) in _REDUCING for r in fired)
+            )
+            if adopt:
+                # a log shows the figures but not the messages: where the replayed agent acts
+                # and the recorded one did too, the recorded path (prune, compaction, or both)
+                # is the best knowledge of what acting did
+                step_decisions += [
+                    Decision(step, d.kind, d.tokens_before, d.tokens_after, d.detail, d.persistent)
+                    for d in recorded_here
+                    if d.kind in _REDUCING
+                ]
+                replayed_reduction, replayed_persistent = recorded_reduction, recorded_persistent
             for result in fired:
-                if not result.fired:
-                    continue
                 kind = _KIND_OF_ACTION.get(result.action, result.action.value)
+                if kind == "final_turn" and any(d.kind == kind for d in step_decisions):
+                    continue  # one forced final turn per request
+                if adopt and kind in _REDUCING:
+                    continue
                 persistent = bool(result.details.get("persistent", True))
                 step_decisions.append(
                     Decision(
@@ -287,12 +307,23 @@ def replay(
         elif isinstance(event, ContextReset):
             if event.thread == MAIN_THREAD:
                 context.reset_after(event.keep_through, event.keep_system)
-        elif isinstance(event, ToolOutputChanged) and (
-            event.action is ToolOutputAction.DROPPED
-            and event.message_id
+        elif (
+            isinstance(event, ToolOutputChanged)
+            and event.action is ToolOutputAction.DROPPED
             and event.tokens is not None
         ):
-            dropped_sizes[event.message_id] = event.tokens
+            if has_messages:
+                if event.message_id:
+                    dropped_sizes[event.message_id] = event.tokens  # admitted again, above
+            elif event.projected_tokens is not None:
+                # a figures-only log: would the output have fitted under these settings?
+                projected = event.projected_tokens + offset
+                if profile.over_threshold(projected):
+                    detail = f"projected {projected:,} over the limit {profile.threshold():,}"
+                    pending.append(Decision(step + 1, "dropped", projected, None, detail))
+                    pending.append(Decision(step + 1, "final_turn", projected, None, detail))
+                else:
+                    offset += event.tokens  # it fitted: the output stays in the context
     agreement, disagreements = compare(recorded, decisions)
     return ReplayResult(
         profile, steps, decisions, recorded, agreement, disagreements, results, context.items
