@@ -1,0 +1,1026 @@
+"""OpenCode: its log files, its SQLite database (v1.2+) and its older JSON storage folder.
+
+``opencode-log`` reads ``~/.local/share/opencode/log/*.log``: ``LEVEL`` padded to 6, the time in
+ISO seconds (UTC, no ``Z``), ``+Nms`` since the previous record, ``key=value`` tags (service
+first) and the message. The prune of ``session.compaction`` is three records: ``pruning``,
+``pruned=P total=T found`` and, only when P is above PRUNE_MINIMUM, ``count=N pruned``; one
+``Pruned`` event is made per attempt (``applied=False`` when no ``pruned`` record followed its
+``found`` before the next attempt or the end of the input). Other records become ``LogLine``
+events tagged with their service. Lines of the newer Effect-based logger are read loosely (a
+``level=`` logfmt record, or a line with a level word and a time) as ``LogLine`` events.
+
+``opencode-db`` reads ``opencode.db`` whole and read-only (``open_sqlite_readonly``): tables
+``session``, ``message`` and ``part`` (``data`` holds each message's and part's JSON). The legacy
+``opencode-storage`` folder (``storage/session/<project>/<id>.json``,
+``storage/message/<session>/<id>.json``, ``storage/part/<message>/<id>.json``) holds the same JSON
+in files. Both give one ``SnapshotSession`` per OpenCode session and share ``convert_session``:
+
+- user messages: text parts (``ignored`` ones are not sent), file parts (text/plain and
+  directories are not sent: their text is already in synthetic text parts), a ``compaction`` part
+  (rendered to the model as "What did we do so far?"; the message is kind META), a ``subtask``
+  part (rendered as "The following tool was executed by the user");
+- assistant messages are split into steps at ``step-start`` / ``step-finish`` parts; each step is
+  one model request: ``RequestSent``, ``UsageReported`` from the step-finish ``tokens`` (the
+  message's own ``tokens`` when no step has them), one assistant message with the step's reasoning,
+  text and tool calls, then one TOOL_RESULT message per tool part (completed output, error text,
+  or "[Tool execution was interrupted]" for pending/running parts);
+- a tool part with ``state.time.compacted`` (pruned): a ``Pruned`` event per compaction time,
+  placed after its results and before the first message created after that time;
+- an assistant message with ``summary: true``: ``Compacted`` (trigger auto/manual from the
+  compaction part of its parent user message; that user message, and the verbatim tail from
+  ``tail_start_id`` in newer versions, stay in context), then the summary as kind SUMMARY;
+- an assistant message with an error is not sent to the model again (``visible=False``), unless
+  it was aborted after producing output, as ``MessageV2.toModelMessages`` decides.
+
+Input tokens in OpenCode's ``tokens`` never include the cache (``input_includes_cache=False``).
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import orjson
+
+from inspector.core.model import (
+    Compacted,
+    Event,
+    LogLine,
+    Message,
+    MessageAdded,
+    MessageKind,
+    ParseIssue,
+    Part,
+    PartType,
+    Pruned,
+    RequestSent,
+    Role,
+    SessionInfo,
+    SourceSpan,
+    Usage,
+    UsageReported,
+)
+from inspector.formats.base import LineParser, decode_text, excerpt
+from inspector.formats.chat_common import (
+    as_int,
+    as_str,
+    compact_json,
+    data_url,
+    iso_time,
+    type_name,
+)
+from inspector.formats.registry import FormatSpec, Head, SnapshotSession, register
+
+PRUNE_SERVICE = "session.compaction"
+COMPACTION_PROMPT = "What did we do so far?"  # what a compaction part becomes for the model
+SUBTASK_PROMPT = "The following tool was executed by the user"
+INTERRUPTED = "[Tool execution was interrupted]"
+ABORTED_ERROR = "MessageAbortedError"
+REQUIRED_TABLES = ("session", "message", "part")
+
+# ------------------------------------------------------------------------------------------
+# Read-only SQLite (shared with the Fifth reader)
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def sqlite_is_wal(path: Path) -> bool:
+    """Whether the database's header says WAL mode (read and write versions both 2)."""
+    try:
+        with path.open("rb") as fh:
+            header = fh.read(20)
+    except OSError:
+        return False
+    return header.startswith(_SQLITE_MAGIC) and header[18] == 2 and header[19] == 2
+
+
+def _connect(uri: str) -> sqlite3.Connection:
+    con = sqlite3.connect(uri, uri=True)
+    con.text_factory = bytes  # invalid UTF-8 must not fail a whole query; decoded per value
+    return con
+
+
+def open_sqlite_readonly(path: Path) -> tuple[sqlite3.Connection, str | None]:
+    """Open an SQLite database without ever writing to it (or beside it).
+
+    Returns the connection and a note when its newest changes may be missing. A WAL-mode
+    database opened with ``mode=ro`` creates its ``-wal`` and ``-shm`` files when they do not
+    exist, so such a database is opened ``immutable=1`` unless both exist (an agent has it open:
+    ``mode=ro`` then reads the WAL too). A database that ``mode=ro`` cannot read (a hot journal,
+    a read-only folder) is retried ``immutable=1``. Raises ``sqlite3.Error`` when it is no
+    database at all.
+    """
+    resolved = path.resolve()
+    base = "file:" + quote(str(resolved))
+    wal = Path(f"{resolved}-wal")
+    shm = Path(f"{resolved}-shm")
+    if sqlite_is_wal(resolved) and not (wal.exists() and shm.exists()):
+        note = None
+        if wal.exists() and wal.stat().st_size > 0:
+            note = (
+                "the database's -wal file was not read (it has no -shm file, and reading it "
+                "would create one): its newest changes may be missing"
+            )
+        con = _connect(base + "?immutable=1")
+        con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return con, note
+    try:
+        con = _connect(base + "?mode=ro")
+        try:
+            con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.DatabaseError:
+            con.close()
+            raise
+    except sqlite3.DatabaseError as exc:
+        if "not a database" in str(exc) or "malformed" in str(exc):
+            raise
+        con = _connect(base + "?immutable=1")
+        con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return con, f"opened as immutable ({exc}): changes not yet in the main file are missing"
+    return con, None
+
+
+def sqlite_tables(con: sqlite3.Connection) -> set[str]:
+    rows = con.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    return {_text(row[0]) for row in rows}
+
+
+def sqlite_columns(con: sqlite3.Connection, table: str) -> list[str]:
+    return [_text(row[1]) for row in con.execute(f'PRAGMA table_info("{table}")').fetchall()]
+
+
+def sqlite_tables_of(path: Path) -> set[str]:
+    """The tables of a database (empty when it cannot be read); for sniffers."""
+    try:
+        con, _ = open_sqlite_readonly(path)
+    except (sqlite3.Error, OSError):
+        return set()
+    try:
+        return sqlite_tables(con)
+    except sqlite3.Error:
+        return set()
+    finally:
+        con.close()
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return "" if value is None else str(value)
+
+
+def db_issue(path: Path, reason: str, raw: Any = b"") -> ParseIssue:
+    """A problem in a database or folder, named by table and row in its reason."""
+    data = raw if isinstance(raw, bytes | str) else str(raw)
+    return ParseIssue(file=str(path), reason=reason, excerpt=excerpt(data))
+
+
+def load_json_value(raw: Any, where: str, path: Path, issues: list[Event]) -> Any:
+    """A JSON value from a column or a file; None (and an issue naming ``where``) when broken."""
+    if raw is None:
+        issues.append(db_issue(path, f"{where}: no data"))
+        return None
+    data = raw if isinstance(raw, bytes) else str(raw).encode("utf-8", "surrogatepass")
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        try:
+            value = orjson.loads(data.decode("utf-8", "replace"))
+        except orjson.JSONDecodeError:
+            issues.append(db_issue(path, f"{where}: data is not valid JSON ({exc.msg})", data))
+            return None
+        issues.append(db_issue(path, f"{where}: invalid UTF-8 replaced with U+FFFD", data))
+        return value
+
+
+# ------------------------------------------------------------------------------------------
+# Conversion of one session (shared by the database and the storage folder)
+
+
+@dataclass
+class OcMessage:
+    """One stored message: its info JSON (with ``id``) and its parts, in order."""
+
+    info: dict[str, Any]
+    parts: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class _Step:
+    start_id: str | None = None
+    parts: list[dict[str, Any]] = field(default_factory=list)
+    finish: dict[str, Any] | None = None
+
+
+def opencode_usage(tokens: Any) -> Usage | None:
+    """``tokens {total?, input, output, reasoning, cache {read, write}}``; None when all zero."""
+    if not isinstance(tokens, dict):
+        return None
+    cache = tokens.get("cache")
+    cache = cache if isinstance(cache, dict) else {}
+    total = tokens.get("total")
+    usage = Usage(
+        input=as_int(tokens.get("input")),
+        output=as_int(tokens.get("output")),
+        reasoning=as_int(tokens.get("reasoning")),
+        cache_read=as_int(cache.get("read")),
+        cache_write=as_int(cache.get("write")),
+        total=as_int(total) if total is not None and as_int(total) else None,
+    )
+    figures = (usage.input, usage.output, usage.reasoning, usage.cache_read, usage.cache_write)
+    if not any(figures) and not usage.total:
+        return None
+    return usage
+
+
+def _time(value: Any, key: str = "created") -> int | None:
+    if isinstance(value, dict):
+        raw = value.get(key)
+        if isinstance(raw, int | float) and not isinstance(raw, bool):
+            return int(raw)
+    return None
+
+
+def _file_part(part: dict[str, Any]) -> Part | None:
+    mime = as_str(part.get("mime")) or ""
+    if mime in ("text/plain", "application/x-directory"):
+        return None  # sent as the synthetic text part beside it
+    url = part.get("url")
+    media, size = data_url(url) if isinstance(url, str) else (None, 0)
+    kind = PartType.IMAGE if mime.startswith("image/") else PartType.ATTACHMENT
+    name = as_str(part.get("filename")) or ""
+    return Part(type=kind, text=name, media_type=mime or media, data_bytes=size)
+
+
+class _Converter:
+    """Turns one session's messages, in order, into events."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.events: list[Event] = []
+        self.emitted: list[tuple[str, str]] = []  # (source message id, emitted message id)
+        self.compaction_parts: dict[str, dict[str, Any]] = {}  # user message id -> part
+        self.prunes: dict[int, list[str]] = {}  # compacted time -> tool result ids
+
+    def run(self, messages: Iterable[OcMessage]) -> list[Event]:
+        for message in messages:
+            info = message.info
+            created = _time(info.get("time"))
+            if created is not None:
+                self._flush_prunes(created)
+            role = info.get("role")
+            if role == "user":
+                self._user(message)
+            elif role == "assistant":
+                self._assistant(message)
+            else:
+                self.events.append(
+                    db_issue(
+                        self.path,
+                        f"message {info.get('id')}: unknown role {role!r}",
+                        compact_json(info),
+                    )
+                )
+        self._flush_prunes(None)
+        return self.events
+
+    # -- messages --------------------------------------------------------------------------
+
+    def _add(self, source: str, message: Message) -> None:
+        self.events.append(MessageAdded(message=message, timestamp=message.timestamp))
+        self.emitted.append((source, message.id))
+
+    def _user(self, message: OcMessage) -> None:
+        info = message.info
+        msg_id = str(info.get("id"))
+        parts: list[Part] = []
+        kind = MessageKind.MESSAGE
+        for part in message.parts:
+            ptype = part.get("type")
+            if ptype == "text":
+                if not part.get("ignored"):
+                    parts.append(Part(type=PartType.TEXT, text=_str(part.get("text"))))
+            elif ptype == "file":
+                file_part = _file_part(part)
+                if file_part is not None:
+                    parts.append(file_part)
+            elif ptype == "compaction":
+                kind = MessageKind.META
+                self.compaction_parts[msg_id] = part
+                parts.append(Part(type=PartType.TEXT, text=COMPACTION_PROMPT))
+            elif ptype == "subtask":
+                parts.append(Part(type=PartType.TEXT, text=SUBTASK_PROMPT))
+        model = info.get("model")
+        self._add(
+            msg_id,
+            Message(
+                id=msg_id,
+                role=Role.USER,
+                kind=kind,
+                parts=tuple(parts),
+                timestamp=iso_time(_time(info.get("time"))),
+                model=as_str(model.get("modelID")) if isinstance(model, dict) else None,
+            ),
+        )
+
+    def _assistant(self, message: OcMessage) -> None:
+        info = message.info
+        msg_id = str(info.get("id"))
+        model = as_str(info.get("modelID"))
+        created = iso_time(_time(info.get("time")))
+        error = info.get("error")
+        error_name = error.get("name") if isinstance(error, dict) else None
+        visible = not error or (
+            error_name == ABORTED_ERROR
+            and any(p.get("type") not in ("step-start", "reasoning") for p in message.parts)
+        )
+        summary = info.get("summary") is True
+        steps = _split_steps(message.parts)
+        fallback_usage = None
+        if not any(step.finish is not None for step in steps):
+            fallback_usage = opencode_usage(info.get("tokens"))
+        for index, step in enumerate(steps):
+            self.events.append(
+                RequestSent(model=model, request_id=step.start_id, timestamp=created)
+            )
+            usage = opencode_usage(step.finish.get("tokens")) if step.finish else None
+            if usage is None and index == len(steps) - 1:
+                usage = fallback_usage
+            if usage is not None:
+                self.events.append(
+                    UsageReported(
+                        usage=usage, model=model, request_id=step.start_id, timestamp=created
+                    )
+                )
+            if summary and index == 0:
+                self.events.append(self._compaction(info, error))
+            step_id = msg_id if index == 0 else (step.start_id or f"{msg_id}.{index + 1}")
+            self._step_messages(step, step_id, msg_id, model, created, visible, summary)
+
+    def _step_messages(
+        self,
+        step: _Step,
+        step_id: str,
+        msg_id: str,
+        model: str | None,
+        created: str | None,
+        visible: bool,
+        summary: bool,
+    ) -> None:
+        parts: list[Part] = []
+        results: list[tuple[dict[str, Any], Message]] = []
+        for part in step.parts:
+            ptype = part.get("type")
+            if ptype == "text":
+                parts.append(Part(type=PartType.TEXT, text=_str(part.get("text"))))
+            elif ptype == "reasoning":
+                parts.append(Part(type=PartType.THINKING, text=_str(part.get("text"))))
+            elif ptype == "tool":
+                call, result = self._tool(part, visible, created)
+                parts.append(call)
+                if result is not None:
+                    results.append((part, result))
+        has_text = any(p.type is PartType.TEXT for p in parts)
+        has_calls = any(p.type is PartType.TOOL_CALL for p in parts)
+        if summary:
+            kind = MessageKind.SUMMARY
+        elif has_calls and not has_text:
+            kind = MessageKind.TOOL_CALL
+        else:
+            kind = MessageKind.MESSAGE
+        if parts or step_id == msg_id:
+            self._add(
+                msg_id,
+                Message(
+                    id=step_id,
+                    role=Role.ASSISTANT,
+                    kind=kind,
+                    parts=tuple(parts),
+                    visible=visible and bool(parts),
+                    timestamp=created,
+                    model=model,
+                ),
+            )
+        for part, result in results:
+            self._add(msg_id, result)
+            state = part.get("state")
+            compacted = _time(state.get("time") if isinstance(state, dict) else None, "compacted")
+            if compacted is not None:
+                self.prunes.setdefault(compacted, []).append(result.id)
+
+    def _tool(
+        self, part: dict[str, Any], visible: bool, created: str | None
+    ) -> tuple[Part, Message | None]:
+        name = as_str(part.get("tool"))
+        call_id = as_str(part.get("callID"))
+        state = part.get("state")
+        state = state if isinstance(state, dict) else {}
+        args = state.get("input")
+        arguments = compact_json(args) if args is not None else ""
+        call = Part(type=PartType.TOOL_CALL, tool_name=name, call_id=call_id, arguments=arguments)
+        status = state.get("status")
+        is_error = False
+        extra: list[Part] = []
+        if status == "completed":
+            output = state.get("output")
+            text = output if isinstance(output, str) else compact_json(output)
+            attachments = state.get("attachments")
+            if _time(state.get("time"), "compacted") is None and isinstance(attachments, list):
+                for attachment in attachments:
+                    if isinstance(attachment, dict):
+                        file_part = _file_part(attachment)
+                        if file_part is not None:
+                            extra.append(file_part)
+        elif status == "error":
+            metadata = state.get("metadata")
+            interrupted = isinstance(metadata, dict) and metadata.get("interrupted") is True
+            output = metadata.get("output") if isinstance(metadata, dict) else None
+            if interrupted and isinstance(output, str):
+                text = output
+            else:
+                text, is_error = _str(state.get("error")), True
+        else:  # pending, running: sent as an interrupted call
+            text, is_error = INTERRUPTED, True
+        part_id = as_str(part.get("id")) or f"{call_id}-result"
+        result = Message(
+            id=part_id,
+            role=Role.TOOL,
+            kind=MessageKind.TOOL_RESULT,
+            parts=(
+                Part(
+                    type=PartType.TOOL_RESULT,
+                    text=text,
+                    tool_name=name,
+                    call_id=call_id,
+                    is_error=is_error,
+                ),
+                *extra,
+            ),
+            visible=visible,
+            timestamp=iso_time(_time(state.get("time"), "end")) or created,
+        )
+        return call, result
+
+    # -- compaction and prunes -------------------------------------------------------------
+
+    def _compaction(self, info: dict[str, Any], error: Any) -> Compacted:
+        parent = str(info.get("parentID") or "")
+        part = self.compaction_parts.get(parent)
+        trigger = "manual" if part is not None and part.get("auto") is False else "auto"
+        timestamp = iso_time(_time(info.get("time")))
+        finished = info.get("finish") or _time(info.get("time"), "completed") is not None
+        if error or not finished:
+            data = error.get("data") if isinstance(error, dict) else None
+            reason = data.get("message") if isinstance(data, dict) else None
+            if not isinstance(reason, str) or not reason:
+                reason = _error_name(error) or "the summary did not finish"
+            return Compacted(trigger=trigger, failed=True, error=reason, timestamp=timestamp)
+        retained: list[str] = []
+        tail = as_str(part.get("tail_start_id")) if part is not None else None
+        if tail is not None:
+            inside = False
+            for source, emitted in self.emitted:
+                if source == tail:
+                    inside = True
+                if source == parent:
+                    break
+                if inside:
+                    retained.append(emitted)
+        if part is not None:
+            retained.extend(emitted for source, emitted in self.emitted if source == parent)
+        return Compacted(trigger=trigger, retained_ids=tuple(retained), timestamp=timestamp)
+
+    def _flush_prunes(self, before: int | None) -> None:
+        for compacted in sorted(self.prunes):
+            if before is not None and compacted >= before:
+                break
+            ids = self.prunes.pop(compacted)
+            self.events.append(
+                Pruned(
+                    message_ids=tuple(ids),
+                    outputs_pruned=len(ids),
+                    reason="prune",
+                    timestamp=iso_time(compacted),
+                )
+            )
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _error_name(error: Any) -> str | None:
+    if isinstance(error, dict):
+        return as_str(error.get("name"))
+    return as_str(error)
+
+
+def _split_steps(parts: list[dict[str, Any]]) -> list[_Step]:
+    """The model requests of one assistant message (at least one)."""
+    steps: list[_Step] = []
+    current = _Step()
+    for part in parts:
+        ptype = part.get("type")
+        if ptype == "step-start":
+            if current.parts or current.start_id is not None:
+                steps.append(current)
+            current = _Step(start_id=as_str(part.get("id")))
+        elif ptype == "step-finish":
+            current.finish = part
+            steps.append(current)
+            current = _Step()
+        else:
+            current.parts.append(part)
+    if current.parts or current.start_id is not None or not steps:
+        steps.append(current)
+    return steps
+
+
+def session_info(session: dict[str, Any], messages: list[OcMessage]) -> SessionInfo:
+    model = None
+    provider = None
+    for message in messages:
+        if message.info.get("role") == "assistant":
+            model = as_str(message.info.get("modelID"))
+            provider = as_str(message.info.get("providerID"))
+            if model:
+                break
+    extra: dict[str, Any] = {}
+    for key in ("title", "directory", "project_id"):
+        if as_str(session.get(key)):
+            extra[key] = session[key]
+    if as_str(session.get("parent")):
+        extra["parent"] = session["parent"]
+    if provider:
+        extra["provider"] = provider
+    return SessionInfo(
+        model=model,
+        agent="opencode",
+        version=as_str(session.get("version")),
+        session_id=as_str(session.get("id")),
+        extra=extra,
+        timestamp=iso_time(session.get("time_created")),
+    )
+
+
+def convert_session(
+    path: Path, session: dict[str, Any], messages: list[OcMessage], issues: list[Event]
+) -> SnapshotSession:
+    """One OpenCode session as events: its info, the issues met reading it, then its messages."""
+    events: list[Event] = [session_info(session, messages), *issues]
+    events.extend(_Converter(path).run(messages))
+    label = as_str(session.get("title")) or str(session.get("id") or path.name)
+    return SnapshotSession(label=label, events=events)
+
+
+def _session_fields(row: dict[str, Any], path: Path, issues: list[Event]) -> dict[str, Any]:
+    """Normalise a session row (columns, or a ``data`` JSON) or a legacy session file."""
+    data: dict[str, Any] = {}
+    raw = row.get("data")
+    if raw is not None:
+        value = load_json_value(raw, f"session {row.get('id')}", path, issues)
+        if isinstance(value, dict):
+            data = value
+    merged = {**data, **{k: v for k, v in row.items() if k != "data" and v is not None}}
+    time = merged.get("time")
+    return {
+        "id": merged.get("id"),
+        "title": merged.get("title"),
+        "parent": merged.get("parent_id") or merged.get("parentID"),
+        "version": merged.get("version"),
+        "directory": merged.get("directory"),
+        "project_id": merged.get("project_id") or merged.get("projectID"),
+        "time_created": merged.get("time_created") or _time(time),
+    }
+
+
+# ------------------------------------------------------------------------------------------
+# opencode.db
+
+
+def read_database(path: Path) -> list[SnapshotSession]:
+    """Every session in an ``opencode.db``, read-only; problems become parse issues."""
+    path = Path(path)
+    try:
+        con, note = open_sqlite_readonly(path)
+    except (sqlite3.Error, OSError) as exc:
+        return [SnapshotSession(path.name, [db_issue(path, f"cannot open the database: {exc}")])]
+    try:
+        sessions = _read_database(con, path)
+    except sqlite3.Error as exc:
+        sessions = [
+            SnapshotSession(path.name, [db_issue(path, f"cannot read the database: {exc}")])
+        ]
+    finally:
+        con.close()
+    if note and sessions:
+        sessions[0].events.insert(0, db_issue(path, f"warning: {note}"))
+    return sessions
+
+
+def _rows(
+    con: sqlite3.Connection, sql: str, args: tuple[Any, ...] = ()
+) -> Iterator[dict[str, Any]]:
+    cursor = con.execute(sql, args)
+    names = [d[0] for d in cursor.description]
+    for row in cursor:
+        yield {
+            name: (_text(value) if isinstance(value, bytes) and name != "data" else value)
+            for name, value in zip(names, row, strict=True)
+        }
+
+
+def _read_database(con: sqlite3.Connection, path: Path) -> list[SnapshotSession]:
+    tables = sqlite_tables(con)
+    missing = [t for t in REQUIRED_TABLES if t not in tables]
+    if missing:
+        names = ", ".join(missing)
+        reason = (
+            f"no {names} table{'s' if len(missing) > 1 else ''}: not an OpenCode database "
+            "(opencode.db has session, message and part)"
+        )
+        return [SnapshotSession(path.name, [db_issue(path, reason)])]
+    problems: list[Event] = []
+    for table, needed in (
+        ("message", ("id", "session_id", "data")),
+        ("part", ("id", "message_id", "data")),
+    ):
+        absent = [c for c in needed if c not in sqlite_columns(con, table)]
+        if absent:
+            problems.append(db_issue(path, f"table {table} has no column {', '.join(absent)}"))
+    if problems:
+        return [SnapshotSession(path.name, problems)]
+    session_cols = sqlite_columns(con, "session")
+    order = "time_created, id" if "time_created" in session_cols else "rowid"
+    issues: list[Event] = []
+    sessions: dict[str, dict[str, Any]] = {}
+    for row in _rows(con, f"SELECT * FROM session ORDER BY {order}"):
+        fields = _session_fields(row, path, issues)
+        if fields["id"] is not None:
+            sessions[str(fields["id"])] = fields
+    message_cols = sqlite_columns(con, "message")
+    msg_order = "time_created, id" if "time_created" in message_cols else "id"
+    orphans = {_text(sid) for (sid,) in con.execute("SELECT DISTINCT session_id FROM message")}
+    for key in sorted(orphans - set(sessions)):
+        sessions[key] = {"id": key, "title": f"{key} (no session row)"}
+    out: list[SnapshotSession] = []
+    for index, (sid, fields) in enumerate(sessions.items()):
+        session_issues = issues if index == 0 else []
+        messages = _db_messages(con, path, sid, msg_order, session_issues)
+        out.append(convert_session(path, fields, messages, session_issues))
+    if not out:
+        out.append(SnapshotSession(path.name, issues))
+    return out
+
+
+def _db_messages(
+    con: sqlite3.Connection, path: Path, session_id: str, order: str, issues: list[Event]
+) -> list[OcMessage]:
+    messages: dict[str, OcMessage] = {}
+    sql = f"SELECT id, data FROM message WHERE session_id = ? ORDER BY {order}"
+    for row in _rows(con, sql, (session_id,)):
+        msg_id = str(row["id"])
+        info = load_json_value(row["data"], f"message {msg_id}", path, issues)
+        if info is None:
+            continue
+        if not isinstance(info, dict):
+            issues.append(db_issue(path, f"message {msg_id}: data is {type_name(info)}"))
+            continue
+        messages[msg_id] = OcMessage(info={**info, "id": msg_id})
+    sql = (
+        "SELECT p.id, p.message_id, p.data FROM part p JOIN message m ON m.id = p.message_id "
+        "WHERE m.session_id = ? ORDER BY p.message_id, p.id"
+    )
+    for row in _rows(con, sql, (session_id,)):
+        owner = messages.get(str(row["message_id"]))
+        if owner is None:
+            continue  # the message itself was unreadable (already an issue)
+        part_id = str(row["id"])
+        part = load_json_value(
+            row["data"], f"part {part_id} of message {row['message_id']}", path, issues
+        )
+        if isinstance(part, dict):
+            owner.parts.append({**part, "id": part_id})
+        elif part is not None:
+            issues.append(db_issue(path, f"part {part_id}: data is {type_name(part)}"))
+    return list(messages.values())
+
+
+def sniff_database(head: Head) -> float:
+    if not head.is_sqlite:
+        return 0.0
+    tables = sqlite_tables_of(head.path)
+    if all(t in tables for t in REQUIRED_TABLES):
+        return 0.95
+    return 0.0
+
+
+# ------------------------------------------------------------------------------------------
+# The legacy storage folder
+
+
+def storage_root(path: Path) -> Path | None:
+    """The folder with ``session/``, ``message/`` and ``part/``: ``path`` or its ``storage/``."""
+    for candidate in (path, path / "storage"):
+        if all((candidate / name).is_dir() for name in REQUIRED_TABLES):
+            return candidate
+    return None
+
+
+def _load_file(file: Path, issues: list[Event]) -> dict[str, Any] | None:
+    try:
+        raw = file.read_bytes()
+    except OSError as exc:
+        issues.append(db_issue(file, f"cannot read {file.name}: {exc.strerror or exc}"))
+        return None
+    value = load_json_value(raw, file.name, file, issues)
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        issues.append(db_issue(file, f"{file.name}: a JSON {type_name(value)}, not an object"))
+        return None
+    return value
+
+
+def read_storage(path: Path) -> list[SnapshotSession]:
+    """Every session of a legacy ``storage/`` folder (read only, file by file)."""
+    path = Path(path)
+    root = storage_root(path)
+    if root is None:
+        reason = "no session/, message/ and part/ folders: not OpenCode's storage folder"
+        return [SnapshotSession(path.name, [db_issue(path, reason)])]
+    issues: list[Event] = []
+    sessions: dict[str, dict[str, Any]] = {}
+    for file in sorted((root / "session").glob("*/*.json")):
+        value = _load_file(file, issues)
+        if value is None:
+            continue
+        fields = _session_fields({**value, "data": None}, file, issues)
+        sessions[str(fields["id"] or file.stem)] = {**fields, "id": fields["id"] or file.stem}
+    for folder in sorted((root / "message").iterdir()):
+        if folder.is_dir() and folder.name not in sessions:
+            sessions[folder.name] = {"id": folder.name, "title": f"{folder.name} (no session file)"}
+    ordered = sorted(sessions.values(), key=lambda s: (as_int(s.get("time_created")), str(s["id"])))
+    out: list[SnapshotSession] = []
+    for index, fields in enumerate(ordered):
+        session_issues = issues if index == 0 else []
+        messages = _storage_messages(root, str(fields["id"]), session_issues)
+        out.append(convert_session(root, fields, messages, session_issues))
+    if not out:
+        out.append(SnapshotSession(root.name, issues))
+    return out
+
+
+def _storage_messages(root: Path, session_id: str, issues: list[Event]) -> list[OcMessage]:
+    messages: list[OcMessage] = []
+    for file in sorted((root / "message" / session_id).glob("*.json")):
+        info = _load_file(file, issues)
+        if info is None:
+            continue
+        message = OcMessage(info={**info, "id": str(info.get("id") or file.stem)})
+        for part_file in sorted((root / "part" / message.info["id"]).glob("*.json")):
+            part = _load_file(part_file, issues)
+            if part is not None:
+                message.parts.append({**part, "id": str(part.get("id") or part_file.stem)})
+        message.parts.sort(key=lambda p: str(p["id"]))
+        messages.append(message)
+    messages.sort(key=lambda m: (_time(m.info.get("time")) or 0, str(m.info["id"])))
+    return messages
+
+
+def sniff_storage(head: Head) -> float:
+    if not head.is_dir:
+        return 0.0
+    root = storage_root(head.path)
+    if root is None:
+        return 0.0
+    has_json = any(True for _ in (root / "message").glob("*/*.json"))
+    return 0.95 if has_json or any(True for _ in (root / "session").glob("*/*.json")) else 0.6
+
+
+# ------------------------------------------------------------------------------------------
+# Log files
+
+_LEVELS = ("DEBUG", "INFO", "WARN", "ERROR")
+LOG_LINE = re.compile(
+    r"^(?P<level>DEBUG|INFO|WARN|ERROR)\s+(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})"
+    r"(?:\.\d+)?Z?\s+\+(?P<ms>\d+)ms(?:\s+(?P<rest>.*))?$"
+)
+_TAG = re.compile(r"^(?P<key>[A-Za-z_][\w.\-]*)=(?P<value>\S*)$")
+_LOGFMT = re.compile(r'(?P<key>[A-Za-z_][\w.\-]*)=(?P<value>"(?:[^"\\]|\\.)*"|\S*)')
+_LOOSE = re.compile(
+    r"\b(?:TRACE|DEBUG|INFO|WARN(?:ING)?|ERROR|FATAL)\b.*?\d{1,2}:\d{2}:\d{2}"
+    r"|\d{1,2}:\d{2}:\d{2}.*?\b(?:TRACE|DEBUG|INFO|WARN(?:ING)?|ERROR|FATAL)\b",
+    re.IGNORECASE,
+)
+
+
+def split_tags(rest: str) -> tuple[dict[str, str], str]:
+    """Leading ``key=value`` tokens (classic log.ts does not quote values) and the message."""
+    tags: dict[str, str] = {}
+    tokens = rest.split(" ")
+    index = 0
+    while index < len(tokens):
+        match = _TAG.match(tokens[index])
+        if match is None:
+            break
+        tags[match["key"]] = match["value"]
+        index += 1
+    return tags, " ".join(tokens[index:]).strip()
+
+
+def _logfmt(text: str) -> dict[str, str]:
+    fields: dict[str, str] = {}
+    for match in _LOGFMT.finditer(text):
+        value = match["value"]
+        if len(value) >= 2 and value[0] == '"' and value[-1] == '"':
+            try:
+                value = orjson.loads(value)
+            except orjson.JSONDecodeError:
+                value = value[1:-1]
+        fields[match["key"]] = str(value)
+    return fields
+
+
+@dataclass
+class _Found:
+    pruned: int | None
+    total: int | None
+    span: SourceSpan
+    timestamp: str | None
+
+
+def _int_or_none(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        return None
+
+
+class OpenCodeLogParser(LineParser):
+    """OpenCode's log file: prune attempts as ``Pruned``, every other record as ``LogLine``."""
+
+    format_name = "opencode-log"
+
+    def __init__(self, source: int = 0, path: str = "") -> None:
+        super().__init__(source, path)
+        self._found: _Found | None = None
+        self._after_record = False  # the previous line was a log record (for continuations)
+
+    def parse_line(self, line: bytes, span: SourceSpan) -> Iterable[Event]:
+        out: list[Event] = []
+        text = decode_text(line, self, span, out)
+        match = LOG_LINE.match(text)
+        if match is not None:
+            tags, message = split_tags(match["rest"] or "")
+            timestamp = match["ts"] + "+00:00"
+            self._record(match["level"], tags, message, timestamp, span, out)
+            self._after_record = True
+            return out
+        if self._after_record and text[:1] in (" ", "\t"):  # a stack trace or wrapped value
+            out.append(LogLine(text=text.strip()[:200], tag="continuation", span=span))
+            return out
+        fields = _logfmt(text) if "level=" in text else {}
+        if fields.get("level") and ("message" in fields or "msg" in fields):
+            level = fields.pop("level").upper()
+            message = fields.pop("message", "") or fields.pop("msg", "")
+            timestamp = fields.pop("timestamp", "") or fields.pop("ts", "") or None
+            self._record(level, fields, message, timestamp, span, out)
+            self._after_record = True
+            return out
+        if _LOOSE.search(text):
+            out.append(LogLine(text=text[:200], span=span))
+            self._after_record = True
+            return out
+        self._after_record = False
+        out.append(self.issue(span, "not an OpenCode log record", line))
+        return out
+
+    def _record(
+        self,
+        level: str,
+        tags: dict[str, str],
+        message: str,
+        timestamp: str | None,
+        span: SourceSpan,
+        out: list[Event],
+    ) -> None:
+        service = tags.get("service")
+        if service == PRUNE_SERVICE and message in ("pruning", "found", "pruned"):
+            if message == "pruning":
+                self._flush_found(out)
+            elif message == "found":
+                self._flush_found(out)
+                self._found = _Found(
+                    pruned=_int_or_none(tags.get("pruned")),
+                    total=_int_or_none(tags.get("total")),
+                    span=span,
+                    timestamp=timestamp,
+                )
+            else:
+                found = self._found
+                self._found = None
+                out.append(
+                    Pruned(
+                        tokens_recovered=found.pruned if found else None,
+                        scanned_tokens=found.total if found else None,
+                        outputs_pruned=_int_or_none(tags.get("count")),
+                        applied=True,
+                        reason="prune",
+                        timestamp=timestamp,
+                        span=span,
+                    )
+                )
+                return
+        others = " ".join(f"{k}={v}" for k, v in tags.items() if k != "service")
+        text = f"{others} {message}".strip() if others else message
+        out.append(
+            LogLine(text=text[:200], level=level, tag=service, timestamp=timestamp, span=span)
+        )
+
+    def _flush_found(self, out: list[Event]) -> None:
+        found = self._found
+        if found is None:
+            return
+        self._found = None
+        out.append(
+            Pruned(
+                tokens_recovered=found.pruned,
+                scanned_tokens=found.total,
+                outputs_pruned=0,
+                applied=False,
+                reason="prune",
+                timestamp=found.timestamp,
+                span=found.span,
+            )
+        )
+
+    def end_of_input(self) -> Iterable[Event]:
+        out: list[Event] = []
+        self._flush_found(out)
+        return out
+
+
+def sniff_log(head: Head) -> float:
+    lines = head.lines[:200]
+    if not lines:
+        return 0.0
+    records = 0
+    with_service = 0
+    for line in lines:
+        match = LOG_LINE.match(line)
+        if match is not None:
+            records += 1
+            if "service=" in (match["rest"] or ""):
+                with_service += 1
+    if with_service == 0:
+        return 0.0
+    if records * 2 < len(lines):
+        return 0.3
+    return 0.9
+
+
+# ------------------------------------------------------------------------------------------
+
+LOG_SPEC = register(
+    FormatSpec(
+        name="opencode-log",
+        description="OpenCode log files (prune attempts of session.compaction)",
+        reads="~/.local/share/opencode/log/*.log, or --print-logs stderr",
+        parser=OpenCodeLogParser,
+        sniff=sniff_log,
+        default_profile="opencode",
+    )
+)
+
+DB_SPEC = register(
+    FormatSpec(
+        name="opencode-db",
+        description="OpenCode's SQLite database (v1.2+), every session, read-only",
+        reads="~/.local/share/opencode/opencode.db (or $OPENCODE_DB)",
+        parser=None,
+        sniff=sniff_database,
+        default_profile="opencode",
+        snapshot=read_database,
+    )
+)
+
+STORAGE_SPEC = register(
+    FormatSpec(
+        name="opencode-storage",
+        description="OpenCode's JSON storage folder (before v1.2), every session",
+        reads="~/.local/share/opencode/storage/ (session/, message/, part/ folders of *.json)",
+        parser=None,
+        sniff=sniff_storage,
+        default_profile="opencode",
+        snapshot=read_storage,
+        folder=True,
+    )
+)

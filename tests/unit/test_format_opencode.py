@@ -1,0 +1,643 @@
+"""OpenCode: the log reader, the opencode.db reader (read-only) and the storage folder reader."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from inspector.core.model import (
+    Compacted,
+    Event,
+    LogLine,
+    MessageAdded,
+    MessageKind,
+    ParseIssue,
+    PartType,
+    Pruned,
+    RequestSent,
+    SessionInfo,
+    Usage,
+    UsageReported,
+)
+from inspector.core.session import Flag, Session
+from inspector.formats import opencode, registry
+from inspector.formats.opencode import OpenCodeLogParser, read_database, read_storage
+from inspector.formats.registry import HEAD_BYTES, Head, SnapshotSession
+
+DATA = Path(__file__).parents[1] / "data" / "opencode"
+STORAGE = DATA / "storage"
+SESSION_A = "ses_A1b2c3"
+SESSION_B = "ses_B4d5e6"
+T = TypeVar("T")
+
+
+def of_type(events: list[Event], cls: type[T]) -> list[T]:
+    return [e for e in events if isinstance(e, cls)]
+
+
+def messages(events: list[Event]) -> list[MessageAdded]:
+    return of_type(events, MessageAdded)
+
+
+def issues(events: list[Event]) -> list[ParseIssue]:
+    return of_type(events, ParseIssue)
+
+
+def kinds(events: list[Event]) -> list[str]:
+    return [
+        f"{e.message.role.value}:{e.message.id}" if isinstance(e, MessageAdded) else e.type
+        for e in events
+    ]
+
+
+# ------------------------------------------------------------------------------------------
+# Building an opencode.db from the storage fixtures (the real schema, tests/data/opencode)
+
+
+def _json(path: Path) -> dict[str, Any]:
+    value = json.loads(path.read_text())
+    assert isinstance(value, dict)
+    return value
+
+
+def build_db(
+    path: Path, *, wal: bool = False, storage: Path = STORAGE, schema: bool = True
+) -> Path:
+    con = sqlite3.connect(path)
+    if wal:
+        con.execute("PRAGMA journal_mode=WAL")
+    if schema:
+        con.executescript((DATA / "schema.sql").read_text())
+    con.execute("INSERT INTO project VALUES ('prj_1', '/work/demo', 'git', NULL, 1, 1)")
+    for file in sorted((storage / "session").glob("*/*.json")):
+        info = _json(file)
+        con.execute(
+            "INSERT INTO session (id, project_id, parent_id, slug, directory, title, version, "
+            "time_created, time_updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                info["id"],
+                info["projectID"],
+                info.get("parentID"),
+                info["id"].lower(),
+                info["directory"],
+                info["title"],
+                info["version"],
+                info["time"]["created"],
+                info["time"]["updated"],
+            ),
+        )
+    for file in sorted((storage / "message").glob("*/*.json")):
+        info = _json(file)
+        data = {k: v for k, v in info.items() if k not in ("id", "sessionID")}
+        created = info["time"]["created"]
+        con.execute(
+            "INSERT INTO message VALUES (?, ?, ?, ?, ?)",
+            (info["id"], info["sessionID"], created, created, json.dumps(data)),
+        )
+        for index, part_file in enumerate(sorted((storage / "part" / info["id"]).glob("*.json"))):
+            part = _json(part_file)
+            body = {k: v for k, v in part.items() if k not in ("id", "sessionID", "messageID")}
+            con.execute(
+                "INSERT INTO part VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    part["id"],
+                    info["id"],
+                    info["sessionID"],
+                    created + index,
+                    created + index,
+                    json.dumps(body),
+                ),
+            )
+    con.commit()
+    con.close()
+    return path
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return build_db(tmp_path / "opencode.db")
+
+
+def by_label(sessions: list[SnapshotSession]) -> dict[str, list[Event]]:
+    return {s.label: s.events for s in sessions}
+
+
+def storage_sessions() -> dict[str, list[Event]]:
+    return by_label(read_storage(STORAGE))
+
+
+def session_a() -> list[Event]:
+    return storage_sessions()["Refactor the config loader"]
+
+
+# ------------------------------------------------------------------------------------------
+# The conversion (storage folder), then the same through opencode.db
+
+
+def test_session_order_steps_and_usage() -> None:
+    events = session_a()
+    assert not issues(events)
+    assert kinds(events) == [
+        "info",
+        "user:msg_001",
+        "request", "usage", "assistant:msg_002", "tool:prt_002d",
+        "request", "usage", "assistant:prt_002f", "tool:prt_002g",
+        "request", "usage", "assistant:prt_002i",
+        "prune",
+        "user:msg_003",
+        "request", "usage", "assistant:msg_004", "tool:prt_004b", "tool:prt_004c",
+        "user:msg_005",
+        "request", "usage", "compaction", "assistant:msg_006",
+        "user:msg_007",
+        "request", "usage", "assistant:msg_008",
+        "request", "assistant:msg_009",
+    ]  # fmt: skip
+    usages = [u.usage for u in of_type(events, UsageReported)]
+    assert usages[:3] == [
+        Usage(input=1500, output=40, reasoning=10, cache_write=200),
+        Usage(input=20, output=15, cache_read=1700),
+        Usage(input=30, output=5, cache_read=1735),
+    ]
+    assert [u.prompt_tokens for u in usages] == [1700, 1720, 1765, 2700, 5200, 700]
+    requests = of_type(events, RequestSent)
+    assert requests[0].request_id == "prt_002a" and requests[0].model == "claude-sonnet-4-5"
+    info = events[0]
+    assert isinstance(info, SessionInfo)
+    assert (info.agent, info.session_id, info.version, info.model) == (
+        "opencode",
+        SESSION_A,
+        "1.1.25",
+        "claude-sonnet-4-5",
+    )
+    assert info.extra["title"] == "Refactor the config loader"
+    assert "parent" not in info.extra
+
+
+def test_message_parts() -> None:
+    added = {m.message.id: m.message for m in messages(session_a())}
+    first = added["msg_001"]
+    assert [p.type for p in first.parts] == [PartType.TEXT, PartType.IMAGE, PartType.TEXT]
+    assert first.parts[1].media_type == "image/png" and first.parts[1].data_bytes == 24
+    assert first.parts[2].text == "Called the Read tool with config.ts"  # synthetic: sent
+    assert "(draft, ignored)" not in first.text and "config.ts\n" not in first.text
+    step1 = added["msg_002"]
+    assert [p.type for p in step1.parts] == [PartType.THINKING, PartType.TEXT, PartType.TOOL_CALL]
+    assert step1.kind is MessageKind.MESSAGE
+    call = step1.parts[2]
+    assert (call.tool_name, call.call_id, call.arguments) == (
+        "read",
+        "toolu_01",
+        '{"filePath":"/work/demo/config.ts"}',
+    )
+    assert added["prt_002f"].kind is MessageKind.TOOL_CALL
+    result = added["prt_002d"].parts[0]
+    assert (result.type, result.tool_name, result.call_id) == (
+        PartType.TOOL_RESULT,
+        "read",
+        "toolu_01",
+    )
+    assert result.text.startswith("export function load()")
+    error = added["prt_004b"].parts[0]
+    assert error.is_error and error.text == "command not found: vitest"
+    interrupted = added["prt_004c"].parts[0]
+    assert interrupted.is_error and interrupted.text == "[Tool execution was interrupted]"
+    assert added["msg_005"].kind is MessageKind.META
+    assert added["msg_005"].text == "What did we do so far?" and added["msg_005"].visible
+    assert added["msg_006"].kind is MessageKind.SUMMARY
+    assert added["msg_006"].text.startswith("## Goal")
+    assert added["msg_007"].kind is MessageKind.MESSAGE
+    # Aborted with reasoning only, and an API error: not sent to the model again.
+    assert not added["msg_008"].visible and added["msg_008"].text == "Next I would"
+    assert not added["msg_009"].visible and added["msg_009"].parts == ()
+
+
+def test_prune_and_compaction() -> None:
+    events = session_a()
+    prune = of_type(events, Pruned)[0]
+    assert prune.message_ids == ("prt_002d", "prt_002g")
+    assert prune.applied and prune.outputs_pruned == 2 and prune.reason == "prune"
+    assert prune.timestamp == "2026-01-20T09:08:20+00:00"  # state.time.compacted
+    compacted = of_type(events, Compacted)[0]
+    assert (compacted.trigger, compacted.failed) == ("auto", False)
+    assert compacted.retained_ids == ("msg_005",)
+    session = Session()
+    session.append(events)
+    ids = session.table.ids
+    assert [ids[i] for i in session.in_context()] == ["msg_005", "msg_006", "msg_007"]
+    pruned = [ids[i] for i in range(len(ids)) if session.table.flags[i] & Flag.PRUNED]
+    assert pruned == ["prt_002d", "prt_002g"]
+    # The compaction request saw the whole history; its usage belongs to it.
+    assert session.steps[4].reported == 5200
+
+
+def test_sub_session_and_failed_manual_compaction() -> None:
+    events = storage_sessions()["Explore the tests (@explore subagent)"]
+    info = events[0]
+    assert isinstance(info, SessionInfo) and info.extra["parent"] == SESSION_A
+    assert kinds(events) == [
+        "info",
+        "user:msg_101",
+        "request", "usage", "assistant:msg_102",
+        "user:msg_103",
+        "request", "compaction", "assistant:msg_104",
+    ]  # fmt: skip
+    assert of_type(events, UsageReported)[0].usage == Usage(input=800, output=20)
+    failed = of_type(events, Compacted)[0]
+    assert (failed.trigger, failed.failed, failed.error) == ("manual", True, "Overloaded")
+
+
+def test_database_and_storage_agree(db: Path) -> None:
+    from_db = read_database(db)
+    from_storage = read_storage(STORAGE)
+    assert [s.label for s in from_db] == [
+        "Refactor the config loader",
+        "Explore the tests (@explore subagent)",
+    ]
+    assert [s.label for s in from_storage] == [s.label for s in from_db]
+    for a, b in zip(from_db, from_storage, strict=True):
+        assert a.events == b.events
+
+
+def test_storage_folder_by_its_parent(tmp_path: Path) -> None:
+    shutil.copytree(STORAGE, tmp_path / "storage")
+    assert [s.label for s in read_storage(tmp_path)] == [s.label for s in read_storage(STORAGE)]
+
+
+# ------------------------------------------------------------------------------------------
+# Read-only guarantee
+
+
+def _snapshot(folder: Path) -> dict[str, tuple[bytes, int]]:
+    return {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(folder.iterdir())}
+
+
+@pytest.mark.parametrize("wal", [False, True])
+def test_database_is_never_written(tmp_path: Path, wal: bool) -> None:
+    path = build_db(tmp_path / "opencode.db", wal=wal)
+    assert opencode.sqlite_is_wal(path) is wal
+    os.utime(path, ns=(1_000_000_000, 1_000_000_000))
+    before = _snapshot(tmp_path)
+    assert list(before) == ["opencode.db"]
+    read_database(path)
+    opencode.sniff_database(Head(path=path, data=path.read_bytes()[:HEAD_BYTES]))
+    assert _snapshot(tmp_path) == before  # same bytes, same mtime, no -wal / -shm / -journal
+
+
+def test_database_in_use_is_read_with_its_wal(tmp_path: Path) -> None:
+    path = build_db(tmp_path / "opencode.db", wal=True)
+    writer = sqlite3.connect(path)
+    try:
+        writer.execute("PRAGMA wal_autocheckpoint=0")
+        writer.execute(
+            "INSERT INTO session (id, project_id, slug, directory, title, version, time_created, "
+            "time_updated) VALUES ('ses_new', 'prj_1', 'n', '/w', 'Fresh', '1.2.0', 9e12, 9e12)"
+        )
+        writer.commit()
+        assert Path(f"{path}-wal").exists() and Path(f"{path}-shm").exists()
+        main_before = path.read_bytes()
+        labels = [s.label for s in read_database(path)]
+        assert "Fresh" in labels  # the row only in the -wal file is read
+        assert path.read_bytes() == main_before
+    finally:
+        writer.close()
+
+
+def test_wal_file_without_shm_is_not_touched(tmp_path: Path) -> None:
+    path = build_db(tmp_path / "opencode.db", wal=True)
+    Path(f"{path}-wal").write_bytes(b"\x00" * 32)
+    before = _snapshot(tmp_path)
+    sessions = read_database(path)
+    assert _snapshot(tmp_path) == before
+    warning = sessions[0].events[0]
+    assert isinstance(warning, ParseIssue) and "-wal file was not read" in warning.reason
+    assert len(sessions) == 2
+
+
+# ------------------------------------------------------------------------------------------
+# Bad and odd databases
+
+
+def test_empty_database_with_the_schema(tmp_path: Path) -> None:
+    path = tmp_path / "opencode.db"
+    con = sqlite3.connect(path)
+    con.executescript((DATA / "schema.sql").read_text())
+    con.close()
+    sessions = read_database(path)
+    assert len(sessions) == 1 and sessions[0].events == []
+
+
+def test_missing_table_is_an_issue(tmp_path: Path) -> None:
+    path = tmp_path / "opencode.db"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE session (id TEXT)")
+    con.execute("CREATE TABLE message (id TEXT, session_id TEXT, data TEXT)")
+    con.close()
+    (session,) = read_database(path)
+    (issue,) = session.events
+    assert isinstance(issue, ParseIssue)
+    assert issue.reason.startswith("no part table: not an OpenCode database")
+    assert issue.file == str(path)
+
+
+def test_missing_column_is_an_issue(tmp_path: Path) -> None:
+    path = tmp_path / "opencode.db"
+    con = sqlite3.connect(path)
+    for table in ("session", "message", "part"):
+        con.execute(f"CREATE TABLE {table} (id TEXT)")
+    con.close()
+    (session,) = read_database(path)
+    assert [i.reason for i in issues(session.events)] == [
+        "table message has no column session_id, data",
+        "table part has no column message_id, data",
+    ]
+
+
+def test_broken_rows_are_issues_and_the_rest_is_read(db: Path) -> None:
+    con = sqlite3.connect(db)
+    con.execute("UPDATE message SET data = '{\"role\": \"user\", ' WHERE id = 'msg_003'")
+    con.execute("UPDATE part SET data = '[1, 2]' WHERE id = 'prt_002j'")
+    con.execute(
+        "UPDATE part SET data = CAST(? AS TEXT) WHERE id = 'prt_101a'",
+        (b'{"type":"text","text":"\xe9"}',),
+    )
+    con.execute("UPDATE message SET data = '{\"role\": \"robot\"}' WHERE id = 'msg_007'")
+    con.commit()
+    con.close()
+    sessions = by_label(read_database(db))
+    events = sessions["Refactor the config loader"]
+    reasons = [i.reason for i in issues(events)]
+    assert reasons[0].startswith("message msg_003: data is not valid JSON")
+    assert reasons[1:] == ["part prt_002j: data is array", "message msg_007: unknown role 'robot'"]
+    ids = [m.message.id for m in messages(events)]
+    assert "msg_003" not in ids and "msg_007" not in ids and "msg_006" in ids
+    assert not any(p.text.startswith("Done:") for m in messages(events) for p in m.message.parts)
+    sub = sessions["Explore the tests (@explore subagent)"]
+    utf8 = issues(sub)
+    assert len(utf8) == 1 and "invalid UTF-8" in utf8[0].reason
+    assert "prt_101a" in utf8[0].reason
+    assert messages(sub)[0].message.text == "\ufffd"
+
+
+def test_not_a_database(tmp_path: Path) -> None:
+    path = tmp_path / "opencode.db"
+    path.write_bytes(b"SQLite format 3\x00" + b"\xff" * 200)
+    (session,) = read_database(path)
+    (issue,) = session.events
+    assert isinstance(issue, ParseIssue) and issue.reason.startswith("cannot open the database")
+
+
+def test_messages_without_a_session_row(tmp_path: Path) -> None:
+    path = build_db(tmp_path / "opencode.db")
+    con = sqlite3.connect(path)
+    con.execute("DELETE FROM session WHERE id = ?", (SESSION_B,))
+    con.commit()
+    con.close()
+    labels = [s.label for s in read_database(path)]
+    assert labels == ["Refactor the config loader", f"{SESSION_B} (no session row)"]
+
+
+def test_storage_problems(tmp_path: Path) -> None:
+    (issue,) = read_storage(tmp_path)[0].events
+    assert isinstance(issue, ParseIssue) and "not OpenCode's storage folder" in issue.reason
+    root = tmp_path / "storage"
+    shutil.copytree(STORAGE, root)
+    broken = root / "message" / SESSION_A / "msg_003.json"
+    broken.write_text('{"id": "msg_003", ')
+    (root / "part" / "msg_002" / "prt_002j.json").write_text("[]")
+    events = by_label(read_storage(root))["Refactor the config loader"]
+    found = issues(events)
+    assert [Path(i.file).name for i in found] == ["prt_002j.json", "msg_003.json"]
+    assert found[0].reason == "prt_002j.json: a JSON array, not an object"
+    assert found[1].reason.startswith("msg_003.json: data is not valid JSON")
+    assert "msg_003" not in [m.message.id for m in messages(events)]
+
+
+# ------------------------------------------------------------------------------------------
+# The log
+
+
+def log_fixture() -> bytes:
+    return (DATA / "opencode.log").read_bytes()
+
+
+def read_log(data: bytes, sizes: list[int] | None = None) -> list[Event]:
+    parser = OpenCodeLogParser(0, "x")
+    out: list[Event] = []
+    pos = 0
+    for size in sizes or ():
+        out.extend(parser.feed(data[pos : pos + size]))
+        pos += size
+    out.extend(parser.feed(data[pos:]))
+    out.extend(parser.finish())
+    return out
+
+
+def test_log_prune_attempts() -> None:
+    data = log_fixture()
+    events = read_log(data)
+    assert not issues(events)
+    lines = {e.span.line for e in events if e.span}
+    assert lines == {i for i, ln in enumerate(data.split(b"\n"), 1) if ln.strip()}
+    got = [
+        (
+            p.applied,
+            p.tokens_recovered,
+            p.scanned_tokens,
+            p.outputs_pruned,
+            p.span.line if p.span else 0,
+        )
+        for p in of_type(events, Pruned)
+    ]
+    assert got == [
+        (True, 52341, 92341, 14, 5),
+        (False, 0, 31800, 0, 11),  # emitted when the next attempt starts
+        (True, 30500, 70500, 9, 14),
+        (False, 12000, 48000, 0, 16),  # Effect-style logfmt record, closed by the next found
+        (False, 25000, 65000, 0, 18),  # closed by the end of the input
+    ]
+    pruned = of_type(events, Pruned)
+    assert pruned[0].timestamp == "2026-01-20T09:14:02+00:00"
+    order = [e.type for e in events if e.span and e.span.line in (11, 12)]
+    assert order == ["log", "prune", "log"]
+
+
+def test_log_lines() -> None:
+    logs = of_type(read_log(log_fixture()), LogLine)
+    first = logs[0]
+    assert (first.level, first.tag, first.timestamp) == (
+        "INFO",
+        "default",
+        "2026-01-20T09:13:58+00:00",
+    )
+    assert first.text == 'version=1.1.25 args=["run","--print-logs"] opencode'
+    warn = next(line for line in logs if line.level == "WARN")
+    assert warn.tag == "provider"
+    trace = next(line for line in logs if line.tag == "continuation")
+    assert trace.text == "at run (src/session/prompt.ts:120:11)"
+    effect = next(line for line in logs if line.text.startswith("[10:00:01.002]"))
+    assert effect.level is None
+
+
+def test_log_bad_lines() -> None:
+    good = b"INFO  2026-01-20T09:13:58 +0ms service=bus publishing\n"
+    data = (
+        good
+        + b"garbage without shape\n"
+        + b"   indented after garbage\n"
+        + good
+        + b"INFO  2026-01-20T09:14:02 +0ms service=session.compaction pruned=5 total=9 found\n"
+        + b"INFO  2026-01-20T09:14:02 +4ms service=session.compaction pru"
+    )
+    events = read_log(data)
+    found = issues(events)
+    lines = data.split(b"\n")
+    assert [i.line for i in found] == [2, 3]
+    for issue in found:
+        assert issue.offset == sum(len(ln) + 1 for ln in lines[: issue.line - 1])
+        assert issue.reason == "not an OpenCode log record"
+    last = events[-1]
+    assert isinstance(last, Pruned) and not last.applied and last.span and last.span.line == 5
+    cut = events[-2]
+    assert isinstance(cut, LogLine) and cut.text == "pru" and cut.span and cut.span.line == 6
+
+
+def test_log_invalid_utf8_and_huge_line(tmp_path: Path) -> None:
+    events = read_log(b"INFO  2026-01-20T09:13:58 +0ms service=bus caf\xe9\n")
+    assert [e.type for e in events] == ["issue", "log"]
+    assert of_type(events, LogLine)[0].text == "caf\ufffd"
+    big = b"x" * (20 * 1024 * 1024)
+    path = tmp_path / "big.log"
+    path.write_bytes(
+        log_fixture() + b"INFO  2026-01-20T09:40:00 +0ms service=tool out=" + big + b" done\n"
+    )
+    data = path.read_bytes()
+    events = read_log(data, sizes=[1 << 20] * 22)
+    assert not issues(events)
+    last = of_type(events, LogLine)[-1]
+    assert last.span is not None and last.span.line == 19 and len(last.text) == 200
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_log_random_chunks(seed: int) -> None:
+    data = log_fixture()
+    rng = random.Random(seed)
+    sizes = [rng.randint(1, 80) for _ in range(len(data) // 30)]
+    assert read_log(data, sizes) == read_log(data)
+
+
+def test_log_empty() -> None:
+    assert read_log(b"") == []
+    assert read_log(b"\n\n") == []
+
+
+# ------------------------------------------------------------------------------------------
+# Sniffing and detection
+
+
+def test_sniffers(db: Path, tmp_path: Path) -> None:
+    data = log_fixture()
+    assert opencode.sniff_log(Head(path=Path("2026-01-20T091358.log"), data=data)) == 0.9
+    goagent_log = (Path(__file__).parents[1] / "data" / "goagent" / "log.log").read_bytes()
+    assert opencode.sniff_log(Head(path=Path("x.log"), data=goagent_log)) == 0.0
+    db_head = Head(path=db, data=db.read_bytes()[:HEAD_BYTES])
+    assert opencode.sniff_database(db_head) == 0.95
+    assert opencode.sniff_database(Head(path=db, data=data)) == 0.0
+    other = tmp_path / "other.db"
+    con = sqlite3.connect(other)
+    con.execute("CREATE TABLE messages (id INTEGER)")
+    con.close()
+    assert opencode.sniff_database(Head(path=other, data=other.read_bytes())) == 0.0
+    assert opencode.sniff_storage(Head(path=STORAGE, data=b"", is_dir=True)) == 0.95
+    assert opencode.sniff_storage(Head(path=DATA, data=b"", is_dir=True)) == 0.95
+    assert opencode.sniff_storage(Head(path=tmp_path, data=b"", is_dir=True)) == 0.0
+
+
+def test_detected(db: Path) -> None:
+    assert registry.detect(DATA / "opencode.log").name == "opencode-log"
+    assert registry.detect(db).name == "opencode-db"
+    storage = registry.detect(STORAGE)
+    assert storage.name == "opencode-storage" and storage.folder
+    for name in ("opencode-log", "opencode-db", "opencode-storage"):
+        assert registry.get_format(name).default_profile == "opencode"
+    assert registry.get_format("opencode-db").snapshot is read_database
+    with pytest.raises(TypeError):
+        registry.get_format("opencode-db").make_parser()
+
+
+@pytest.mark.corpus
+def test_other_agents_files_are_not_claimed(corpus: Path) -> None:
+    paths = sorted(corpus.rglob("*"))
+    specs = [registry.get_format(n) for n in ("opencode-log", "opencode-db", "opencode-storage")]
+    checked = 0
+    for path in paths:
+        if path.name.endswith(".md"):
+            continue
+        sample = registry.read_head(path)
+        for spec in specs:
+            if sample.is_dir and not spec.folder:
+                continue
+            assert spec.sniff(sample) < registry.MIN_CONFIDENCE, (spec.name, path)
+            checked += 1
+    assert checked > 20
+
+
+def test_session_rows_with_a_data_column(tmp_path: Path) -> None:
+    path = tmp_path / "opencode.db"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE session (id TEXT PRIMARY KEY, time_created INTEGER, data TEXT)")
+    con.execute("CREATE TABLE message (id TEXT, session_id TEXT, time_created INTEGER, data TEXT)")
+    con.execute("CREATE TABLE part (id TEXT, message_id TEXT, session_id TEXT, data TEXT)")
+    con.execute(
+        "INSERT INTO session VALUES ('ses_child', 5, ?), ('ses_bad', 6, '{oops')",
+        (json.dumps({"title": "Child", "parentID": "ses_parent", "version": "1.2.3"}),),
+    )
+    con.commit()
+    con.close()
+    child, bad = read_database(path)
+    assert child.label == "Child"
+    info = child.events[0]
+    assert isinstance(info, SessionInfo)
+    assert (info.session_id, info.version, info.extra["parent"]) == (
+        "ses_child",
+        "1.2.3",
+        "ses_parent",
+    )
+    assert [i.reason.split(":")[0] for i in issues(child.events)] == ["session ses_bad"]
+    assert bad.label == "ses_bad"
+
+
+@pytest.mark.parametrize("fails", ["connect", "query"])
+def test_unreadable_with_mode_ro_falls_back_to_immutable(
+    db: Path, monkeypatch: pytest.MonkeyPatch, fails: str
+) -> None:
+    real = opencode._connect
+    uris: list[str] = []
+
+    def refuse_ro(uri: str) -> sqlite3.Connection:
+        uris.append(uri)
+        if "mode=ro" in uri and fails == "connect":
+            raise sqlite3.OperationalError("unable to open database file")
+        con = real(uri)
+        if "mode=ro" in uri:
+            con.close()  # its first query fails
+        return con
+
+    monkeypatch.setattr(opencode, "_connect", refuse_ro)
+    con, note = opencode.open_sqlite_readonly(db)
+    try:
+        assert note is not None and note.startswith("opened as immutable")
+        assert "session" in opencode.sqlite_tables(con)
+    finally:
+        con.close()
+    assert [u.rsplit("?", 1)[1] for u in uris] == ["mode=ro", "immutable=1"]
+    sessions = read_database(db)
+    first = sessions[0].events[0]
+    assert isinstance(first, ParseIssue) and first.reason.startswith("warning: opened as immutable")
+    assert len(sessions) == 2
