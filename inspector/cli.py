@@ -16,7 +16,7 @@ from typing import Any
 from inspector import __version__
 from inspector.errors import InspectorError
 
-COMMANDS = ("stats", "profiles", "formats", "demo")
+COMMANDS = ("stats", "replay", "diff", "explain", "sweep", "profiles", "formats", "demo")
 
 
 def _common_options(parser: argparse.ArgumentParser) -> None:
@@ -56,6 +56,52 @@ def build_parser() -> argparse.ArgumentParser:
         help="skip exact token counting (use reported figures and the profile's estimate)",
     )
 
+    def engine_command(name: str, help_text: str) -> argparse.ArgumentParser:
+        cmd = sub.add_parser(name, help=help_text)
+        cmd.add_argument("files", nargs="+", type=Path, metavar="FILE")
+        _common_options(cmd)
+        cmd.add_argument("--format", "-F", dest="format_name", help="force an input format")
+        cmd.add_argument(
+            "--merge", action="store_true", help="read several streams of one run as one session"
+        )
+        cmd.add_argument("--json", action="store_true", help="print JSON")
+        return cmd
+
+    engine_command("replay", "re-run a session under a profile and settings, step by step")
+    diff = engine_command("diff", "before and after of a prune, compaction or truncation")
+    diff.add_argument(
+        "--action",
+        "-a",
+        choices=("prune", "compact", "truncate"),
+        default="prune",
+        help="the action to apply (default: prune)",
+    )
+    diff.add_argument("--step", type=int, help="the step whose context to act on (default: now)")
+    diff.add_argument("--full", action="store_true", help="show every text diff line")
+    explain = engine_command(
+        "explain",
+        "why each forced final turn, drop or compaction "
+        "happened, and which setting would have avoided it",
+    )
+    explain.add_argument(
+        "--no-search", action="store_true", help="skip the replays that look for avoiding settings"
+    )
+    sweep = engine_command("sweep", "replay under every combination of settings")
+    sweep.add_argument(
+        "--vary",
+        "-V",
+        action="append",
+        default=[],
+        required=True,
+        metavar="KEY=VALUES",
+        help="a setting and its values: a,b,c or start:stop:step (repeatable)",
+    )
+    sweep.add_argument(
+        "--workers", "-j", type=int, default=None, help="processes to use (default: every core)"
+    )
+    sweep.add_argument("--csv", action="store_true", help="print CSV")
+    sweep.add_argument("--sort", help="sort rows by a column (prefix - for descending)")
+
     profiles = sub.add_parser("profiles", help="list agent profiles and their settings")
     _common_options(profiles)
     profiles.add_argument("--json", action="store_true")
@@ -81,6 +127,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "stats":
             return _stats(args)
+        if args.command in ("replay", "diff", "explain", "sweep"):
+            return _engine(args)
         if args.command == "profiles":
             return _profiles(args)
         if args.command == "formats":
@@ -125,6 +173,31 @@ def _stats(args: argparse.Namespace) -> int:
         )
         results.append(summary)
     _emit(results, args.json, _render_stats)
+    return 0
+
+
+def _engine(args: argparse.Namespace) -> int:
+    from inspector import commands, render
+
+    if args.command == "replay":
+        _emit(commands.run_replay(args), args.json, render.render_replay)
+    elif args.command == "diff":
+        rows = commands.run_diff(args)
+        _emit(rows, args.json, lambda out, d: render.render_diff(out, d, full=args.full))
+    elif args.command == "explain":
+        items = commands.run_explain(args)
+        if args.json:
+            sys.stdout.write(json.dumps(items, ensure_ascii=False) + "\n")
+        else:
+            render.render_explain(render.console(), items)
+    else:
+        table = commands.run_sweep(args)
+        if args.json:
+            sys.stdout.write(json.dumps(table, ensure_ascii=False) + "\n")
+        elif args.csv:
+            render.write_sweep_csv(sys.stdout, table)
+        else:
+            render.render_sweep(render.console(), table)
     return 0
 
 

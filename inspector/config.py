@@ -8,6 +8,9 @@ A configuration file is TOML::
     [profiles.aiagent]             # applied only when that profile is chosen
     buffer_tokens = 4096
 
+    [summarizer]                   # what writes compaction summaries (see build_summarizer)
+    kind = "local"
+
 Precedence, lowest first: the profile's defaults, the file's top-level keys, the file's
 ``[profiles.<name>]`` table, then each ``--set`` in order. Values are never coerced: an integer
 setting takes a TOML integer, not ``"200000"`` nor ``2e5``. A ``--set`` value for a setting that
@@ -21,11 +24,13 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from inspector.core.policies.base import Summarizer
 from inspector.core.profiles import Profile, check_keys, make_profile, profile_class
+from inspector.core.summarize import summarizer_from_config
 from inspector.errors import ConfigError
 
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_RESERVED = ("profile", "profiles")
+_RESERVED = ("profile", "profiles", "summarizer")
 
 
 def parse_set(items: Sequence[str]) -> dict[str, object]:
@@ -155,4 +160,30 @@ def build_profile(
     return make_profile(chosen, overrides, origins)
 
 
-__all__ = ["build_profile", "load_config_file", "parse_set"]
+def build_summarizer(config_path: Path | None) -> Summarizer:
+    """The summarizer of the configuration file's ``[summarizer]`` table (local by default)::
+
+    [summarizer]
+    kind = "openai"                 # or "local"
+    base_url = "http://127.0.0.1:8080/v1"
+    model = "qwen2.5-7b-instruct"
+    api_key_env = "OPENAI_API_KEY"  # the NAME of the variable holding the key
+    timeout = 60
+    retries = 2
+    """
+    doc = load_config_file(config_path) if config_path is not None else {}
+    table = doc.get("summarizer", {})
+    if isinstance(table, str):
+        table = {"kind": table}
+    if not isinstance(table, dict):
+        raise ConfigError(
+            "Invalid configuration file", f"{config_path}: [summarizer] must be a table"
+        )
+    mapped = {
+        ("summarizer" if key == "kind" else f"summarizer_{key}"): value
+        for key, value in table.items()
+    }
+    return summarizer_from_config(mapped)
+
+
+__all__ = ["build_profile", "build_summarizer", "load_config_file", "parse_set"]

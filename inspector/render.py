@@ -17,8 +17,12 @@ from rich.text import Text
 
 def console() -> Console:
     """A console that writes colour only to a terminal (and never when NO_COLOR is set)."""
+    width = None
+    if not sys.stdout.isatty() and "COLUMNS" not in os.environ:
+        width = 160  # piped: wide enough for the widest tables
     return Console(
         file=sys.stdout,
+        width=width,
         highlight=False,
         soft_wrap=False,
         no_color="NO_COLOR" in os.environ,
@@ -42,7 +46,9 @@ def _pct(part: int, whole: int) -> str:
 def _table(title: str, *columns: str, right: tuple[str, ...] = ()) -> Table:
     table = Table(title=title, title_justify="left", expand=False, pad_edge=False)
     for column in columns:
-        table.add_column(column, justify="right" if column in right else "left")
+        table.add_column(
+            column, justify="right" if column in right else "left", min_width=min(len(column), 24)
+        )
     return table
 
 
@@ -129,7 +135,9 @@ def render_stats(out: Console, s: dict[str, Any]) -> None:
     events = _table("Context events", "step", "event", "detail", right=("step",))
     rows: list[tuple[int, str, Text]] = []
     for c in s["compactions"]:
-        status = "failed" if c["failed"] else f"{_n(c['before_tokens'])} -> {_n(c['after_tokens'])}"
+        status = (
+            "failed" if c.get("failed") else f"{_n(c['before_tokens'])} -> {_n(c['after_tokens'])}"
+        )
         rows.append((c["step"], "compaction", Text(f"{c['trigger']}: {status} tokens")))
     for p in s["prunes"]:
         rows.append((p["step"], "prune", Text(f"{_n(p['tokens_recovered'])} tokens recovered")))
@@ -198,3 +206,198 @@ def render_formats(out: Console, rows: list[dict[str, Any]]) -> None:
             row["name"], Text(row["description"]), Text(row["reads"]), row["default_profile"]
         )
     out.print(table)
+
+
+def render_replay(out: Console, s: dict[str, Any]) -> None:
+    render_stats(
+        out,
+        {
+            **s,
+            "messages": [],
+            "issues": [],
+            "truncated_tool_outputs": s.get("truncated_tool_outputs", 0),
+            "spilled_tool_outputs": 0,
+        },
+    )
+    out.print()
+    agreement = s["agreement"]
+    out.print(
+        Text(
+            f"agreement with the recording: {agreement:.0%} of "
+            f"{len(s['recorded_decisions'])} recorded decisions reproduced at the same step"
+        )
+    )
+    if s["disagreements"]:
+        table = _table("Where the replay differs", "step", "recorded", "replayed", right=("step",))
+        for d in s["disagreements"]:
+            table.add_row(
+                _n(d["step"]), ", ".join(d["recorded"]) or "-", ", ".join(d["replayed"]) or "-"
+            )
+        out.print(table)
+
+
+def render_diff(out: Console, d: dict[str, Any], *, full: bool = False) -> None:
+    out.print(
+        Text(
+            f"{d['file']}: {d['action']} with the {d['policy']} policy at step {d['step']}",
+            style="bold",
+        )
+    )
+    out.print(Text(d["reason"]))
+    out.print(
+        Text(
+            f"{_n(d['tokens_before'])} -> {_n(d['tokens_after'])} tokens "
+            f"({_n(d['tokens_saved'])} saved), {d['messages_before']} -> {d['messages_after']} "
+            f"messages; " + ", ".join(f"{k} {v}" for k, v in sorted(d["statuses"].items()))
+        )
+    )
+    survived = d["survived"]
+    kinds = ", ".join(
+        f"{kind} {v['found']}/{v['total']}" for kind, v in survived["by_kind"].items() if v["total"]
+    )
+    out.print(Text(f"what survived: {survived['score']:.0%}" + (f" ({kinds})" if kinds else "")))
+    table = _table(
+        "Messages",
+        "id",
+        "role",
+        "kind",
+        "status",
+        "before",
+        "after",
+        "change",
+        right=("before", "after", "change"),
+    )
+    for m in d["messages"]:
+        if m["status"] == "kept" and not full:
+            continue
+        delta = m["tokens_after"] - m["tokens_before"]
+        table.add_row(
+            Text(m["id"]),
+            m["role"],
+            m["kind"],
+            m["status"],
+            _n(m["tokens_before"]),
+            _n(m["tokens_after"]),
+            f"{delta:+,}",
+        )
+    kept = sum(1 for m in d["messages"] if m["status"] == "kept")
+    if table.row_count:
+        out.print(table)
+    if kept and not full:
+        out.print(Text(f"({kept} messages kept unchanged; --full lists them)"))
+    limit = None if full else 40
+    for m in d["messages"]:
+        if not m["text_diff"]:
+            continue
+        out.print()
+        lines = m["text_diff"] if limit is None else m["text_diff"][:limit]
+        for line in lines:
+            style = "green" if line.startswith("+") else "red" if line.startswith("-") else ""
+            out.print(Text(line, style=style))
+        if limit is not None and len(m["text_diff"]) > limit:
+            out.print(Text(f"... {len(m['text_diff']) - limit} more lines (--full)"))
+
+
+def render_explain(out: Console, items: list[dict[str, Any]]) -> None:
+    if not items:
+        out.print(
+            Text(
+                "nothing to explain: no forced final turn, dropped tool output, "
+                "compaction or context-limit error"
+            )
+        )
+        return
+    for i, e in enumerate(items):
+        if i:
+            out.print()
+        parts = e["limit_parts"]
+        out.print(
+            Text(f"step {e['step']}: {e['event'].replace('_', ' ')} ({e['reason']})", style="bold")
+        )
+        out.print(
+            Text(
+                f"projected {_n(e['projected_tokens'])} vs limit {_n(e['limit_tokens'])} = window "
+                f"{_n(parts['window'])} - buffer {_n(parts['buffer'])} - max output "
+                f"{_n(parts['max_output'])}"
+            )
+        )
+        if e["projected_tokens"] is not None and e["limit_tokens"] is not None:
+            over = e["projected_tokens"] - e["limit_tokens"]
+            out.print(
+                Text(
+                    f"over by {_n(over)} tokens"
+                    if over > 0
+                    else f"{_n(-over)} tokens below the limit"
+                )
+            )
+        if e.get("counters"):
+            c = e["counters"]
+            out.print(Text("counters: " + ", ".join(f"{k} {_n(v)}" for k, v in c.items())))
+        if e.get("first_crossed_step"):
+            out.print(Text(f"first over the limit at step {e['first_crossed_step']}"))
+        if e["contributors"]:
+            table = _table(
+                "Largest in context", "step", "kind", "tool", "tokens", right=("step", "tokens")
+            )
+            for c in e["contributors"]:
+                table.add_row(_n(c["step"]), c["kind"], Text(c.get("tool") or "-"), _n(c["tokens"]))
+            out.print(table)
+        for a in e["avoid"]:
+            out.print(
+                Text(
+                    f"avoided with --set {a['setting']}={a['value']} "
+                    f"(now {a['from']}; confirmed by replay)"
+                )
+            )
+        if e.get("unavoidable"):
+            out.print(Text("not avoidable by changing: " + ", ".join(e["unavoidable"])))
+
+
+_SWEEP_COLUMNS = (
+    "compactions",
+    "prunes",
+    "final_turns",
+    "dropped",
+    "peak_tokens",
+    "tokens_saved",
+    "survived",
+    "agreement",
+)
+
+
+_SWEEP_HEADERS = {"final_turns": "final turns", "peak_tokens": "peak", "tokens_saved": "saved"}
+
+
+def render_sweep(out: Console, table_data: dict[str, Any]) -> None:
+    axes = table_data["axes"]
+    headers = [_SWEEP_HEADERS.get(c, c) for c in _SWEEP_COLUMNS]
+    table = _table(f"Sweep of {table_data['file']}", *axes, *headers, right=(*axes, *headers))
+    for row in table_data["rows"]:
+        if row.get("error"):
+            table.add_row(
+                *(Text(str(row["settings"].get(a))) for a in axes),
+                Text(row["error"]),
+                *([""] * (len(_SWEEP_COLUMNS) - 1)),
+            )
+            continue
+        cells = [
+            _n(row[c]) if not isinstance(row[c], float) else f"{row[c]:.2f}" for c in _SWEEP_COLUMNS
+        ]
+        table.add_row(*(Text(str(row["settings"].get(a))) for a in axes), *cells)
+    out.print(table)
+
+
+def write_sweep_csv(fh: Any, table_data: dict[str, Any]) -> None:
+    import csv
+
+    axes = table_data["axes"]
+    writer = csv.writer(fh)
+    writer.writerow([*axes, *_SWEEP_COLUMNS, "error"])
+    for row in table_data["rows"]:
+        writer.writerow(
+            [
+                *(row["settings"].get(a) for a in axes),
+                *(row[c] for c in _SWEEP_COLUMNS),
+                row.get("error") or "",
+            ]
+        )

@@ -86,6 +86,7 @@ class ReplayStep:
     zone: Zone
     messages: int
     peak: int  # the highest figure of the step (before management)
+    recorded_peak: int = 0  # the recording's highest figure of the step
     decisions: list[Decision] = field(default_factory=list)
     recorded_decisions: list[Decision] = field(default_factory=list)
 
@@ -112,11 +113,13 @@ class ReplayResult:
 
     @property
     def tokens_saved(self) -> int:
-        reducing = (Action.COMPACT, Action.PRUNE, Action.TRUNCATE, Action.DROP)
+        """What the replayed prunes, compactions, truncations and drops removed."""
         return sum(
-            record.result.tokens_saved
-            for record in self.results
-            if record.result.action in reducing
+            d.tokens_before - d.tokens_after
+            for d in self.decisions
+            if d.kind in ("compaction", "prune", "truncated", "dropped")
+            and d.tokens_before is not None
+            and d.tokens_after is not None
         )
 
     def peak(self) -> tuple[int | None, int]:
@@ -236,7 +239,7 @@ def replay(
             else:
                 pre = max(0, recorded_tokens + offset + recorded_reduction)
                 overhead = pre
-            items = _with_overhead(context.items, overhead, has_messages)
+            items = with_overhead(context.items, overhead, has_messages)
             fired = [r for r in policy.manage(items, profile, estimate, summarizer) if r.fired]
             replayed_reduction = 0
             replayed_persistent = 0
@@ -297,6 +300,7 @@ def replay(
                     zone=profile.zone(pre),
                     messages=len(context.items),
                     peak=pre,
+                    recorded_peak=state.peak if state is not None else pre,
                     decisions=step_decisions,
                     recorded_decisions=list(recorded_here),
                 )
@@ -337,9 +341,7 @@ def _unshown(state: StepState | None) -> int:
     return max(0, state.reported - state.estimated)
 
 
-def _with_overhead(
-    items: list[ContextItem], overhead: int, has_messages: bool
-) -> list[ContextItem]:
+def with_overhead(items: list[ContextItem], overhead: int, has_messages: bool) -> list[ContextItem]:
     if overhead <= 0:
         return list(items)
     role = Role.SYSTEM if has_messages else Role.USER

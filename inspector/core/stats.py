@@ -18,6 +18,7 @@ from inspector.core.model import (
     ToolOutputChanged,
 )
 from inspector.core.profiles import Profile
+from inspector.core.replay import ReplayResult
 from inspector.core.session import Flag, Session, StepState
 from inspector.core.window import Zone
 
@@ -228,4 +229,105 @@ def _issues(session: Session) -> list[dict[str, Any]]:
                 "excerpt": event.excerpt,
             }
         )
+    return out
+
+
+def summarize_replay(session: Session, result: ReplayResult, facts: RunFacts) -> dict[str, Any]:
+    """The replayed run, under the same keys as ``summarize``, plus the agreement with the
+    recording and every step where they disagree."""
+    profile = result.profile
+    peak_step, peak = result.peak()
+    by_step = {s.step: s for s in result.steps}
+    peak_state = by_step.get(peak_step) if peak_step is not None else None
+    if peak_state is None:
+        source = Origin.ESTIMATED.value
+    elif peak_state.peak == peak_state.recorded_peak:
+        source = peak_state.origin.value
+    else:
+        source = Origin.ESTIMATED.value  # the replay moved away from the recorded figure
+    final = result.steps[-1] if result.steps else None
+    kinds = [d.kind for d in result.decisions]
+    return {
+        "file": facts.path,
+        "format": facts.format,
+        "profile": profile.name,
+        "tokenizer": facts.tokenizer,
+        "context_window": profile.context_window,
+        "threshold_tokens": profile.threshold(),
+        "effective_limit": profile.limit_parts().effective,
+        "model": session.info.get("model"),
+        "items_total": len(session) - len(session.issues),
+        "messages_total": session.message_count,
+        "steps": len(result.steps),
+        "parse_issues": len(session.issues),
+        "peak_context_tokens": peak,
+        "peak_context_source": source,
+        "peak_step": peak_step,
+        "final_context_tokens": final.tokens if final else 0,
+        "final_context_source": Origin.ESTIMATED.value,
+        "zone_crossings": _replay_crossings(result),
+        "compactions": [
+            {
+                "step": d.step,
+                "trigger": "replay",
+                "before_tokens": d.tokens_before,
+                "after_tokens": d.tokens_after,
+            }
+            for d in result.decisions
+            if d.kind == "compaction"
+        ],
+        "prunes": [
+            {"step": d.step, "tokens_recovered": _saved(d.tokens_before, d.tokens_after)}
+            for d in result.decisions
+            if d.kind == "prune"
+        ],
+        "final_turns": [
+            {
+                "step": d.step,
+                "reason": d.detail,
+                "projected_tokens": d.tokens_before,
+                "limit_tokens": profile.threshold(),
+            }
+            for d in result.decisions
+            if d.kind == "final_turn"
+        ],
+        "dropped_tool_outputs": kinds.count("dropped"),
+        "truncated_tool_outputs": kinds.count("truncated"),
+        "tokens_saved": result.tokens_saved,
+        "agreement": round(result.agreement, 4),
+        "disagreements": result.disagreements,
+        "recorded_decisions": [d.as_dict() for d in result.recorded],
+        "curve": [
+            {
+                "step": s.step,
+                "tokens": s.tokens,
+                "recorded": s.recorded,
+                "peak": s.peak,
+                "zone": s.zone.value,
+            }
+            for s in result.steps
+        ],
+    }
+
+
+def _saved(before: int | None, after: int | None) -> int | None:
+    if before is None or after is None:
+        return None
+    return before - after
+
+
+def _replay_crossings(result: ReplayResult) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    previous = Zone.SAFE
+    for state in result.steps:
+        if state.zone != previous:
+            out.append(
+                {
+                    "step": state.step,
+                    "from": previous.value,
+                    "to": state.zone.value,
+                    "tokens": state.peak,
+                }
+            )
+            previous = state.zone
     return out

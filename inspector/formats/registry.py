@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import re
 import importlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path

@@ -1,0 +1,180 @@
+"""The engine's headless commands: replay, diff, explain, sweep. Never imports Textual.
+
+Each command reads its inputs like ``stats`` (formats detected, profiles from --profile /
+--config / --set) and returns plain data that the CLI prints as tables or JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from inspector.core.diff import diff_action
+from inspector.core.model import Message
+from inspector.core.policies import policy_for
+from inspector.core.policies.base import Action, ContextItem, PolicyResult, Summarizer
+from inspector.core.profiles import Profile
+from inspector.core.replay import replay, with_overhead
+from inspector.core.session import Session
+from inspector.core.stats import RunFacts, summarize_replay
+from inspector.errors import InputError
+from inspector.loader import LoadedSession, counter_for, open_inputs
+
+
+def estimator_for(profile: Profile) -> Callable[[Message], int]:
+    counter = counter_for(profile)
+    return lambda message: profile.estimate(message, counter)
+
+
+def open_for_engine(args: argparse.Namespace) -> list[LoadedSession]:
+    from inspector.config import build_profile
+    from inspector.formats.registry import FormatSpec
+
+    def profile_for(spec: FormatSpec) -> Profile:
+        return build_profile(args.profile, args.config, args.sets, default=spec.default_profile)
+
+    return open_inputs(
+        args.files,
+        profile_for,
+        format_name=args.format_name,
+        count_exact=False,
+        merge=getattr(args, "merge", False),
+    )
+
+
+def summarizer(args: argparse.Namespace) -> Summarizer:
+    from inspector.config import build_summarizer
+
+    return build_summarizer(args.config)
+
+
+def _facts(loaded: LoadedSession) -> RunFacts:
+    return RunFacts(path=loaded.name, format=loaded.format.name, tokenizer=loaded.tokenizer_label)
+
+
+# -- replay ------------------------------------------------------------------------------------
+
+
+def run_replay(args: argparse.Namespace) -> list[dict[str, Any]]:
+    out = []
+    summ = summarizer(args)
+    for loaded in open_for_engine(args):
+        result = replay(
+            loaded.session, loaded.profile, estimate=estimator_for(loaded.profile), summarizer=summ
+        )
+        out.append(summarize_replay(loaded.session, result, _facts(loaded)))
+    return out
+
+
+# -- diff ---------------------------------------------------------------------------------------
+
+
+def context_items(
+    session: Session, profile: Profile, step: int | None, estimate: Callable[[Message], int]
+) -> list[ContextItem]:
+    """The messages in context at ``step`` (default: now), with what the transcript does not
+    show (a reported figure above the messages' estimate) as one overhead item first."""
+    indices = session.in_context(step)
+    items = [ContextItem(session.body(i), estimate(session.body(i)), i) for i in indices]
+    states = session.all_steps()
+    upto = states[:step] if step is not None else states
+    # what the latest reported figure held beyond the agent's estimate of its messages
+    ref = next((s for s in reversed(upto) if s.reported is not None), None)
+    unshown = max(0, ref.reported - ref.estimated) if ref is not None and ref.reported else 0
+    return with_overhead(items, unshown, bool(items))
+
+
+def act(
+    items: list[ContextItem],
+    profile: Profile,
+    action: Action,
+    estimate: Callable[[Message], int],
+    summ: Summarizer,
+) -> PolicyResult:
+    """A manual action with the profile's agent policy (``force``: act now)."""
+    policy = policy_for(profile.agent)
+    if action is Action.PRUNE:
+        return policy.prune(items, profile, estimate, force=True)
+    if action is Action.COMPACT:
+        return policy.compact(items, profile, estimate, summ, force=True)
+    if action is Action.TRUNCATE:
+        return policy.truncate(items, profile, estimate, force=True)
+    raise InputError("unknown action", f"{action}: use prune, compact or truncate")
+
+
+def run_diff(args: argparse.Namespace) -> list[dict[str, Any]]:
+    out = []
+    summ = summarizer(args)
+    action = Action(args.action)
+    for loaded in open_for_engine(args):
+        estimate = estimator_for(loaded.profile)
+        step = args.step
+        if step is not None and not 1 <= step <= len(loaded.session.all_steps()):
+            raise InputError(
+                "no such step", f"{loaded.name} has steps 1 to {len(loaded.session.all_steps())}"
+            )
+        items = context_items(loaded.session, loaded.profile, step, estimate)
+        result = act(items, loaded.profile, action, estimate, summ)
+        diff = diff_action(items, result)
+        data = diff.as_dict()
+        data.update(
+            file=loaded.name,
+            format=loaded.format.name,
+            profile=loaded.profile.name,
+            step=step or len(loaded.session.all_steps()),
+        )
+        out.append(data)
+    return out
+
+
+# -- explain ------------------------------------------------------------------------------------
+
+
+def run_explain(args: argparse.Namespace) -> list[dict[str, Any]]:
+    from inspector.core.explain import Explainer
+
+    out: list[dict[str, Any]] = []
+    summ = summarizer(args)
+    for loaded in open_for_engine(args):
+        explainer = Explainer(
+            loaded.session,
+            loaded.profile,
+            estimate_for=estimator_for,
+            summarizer=summ,
+            search=not args.no_search,
+        )
+        for item in explainer.explain():
+            data = item.as_dict()
+            data["file"] = loaded.name
+            out.append(data)
+    return out
+
+
+# -- sweep --------------------------------------------------------------------------------------
+
+
+def run_sweep(args: argparse.Namespace) -> dict[str, Any]:
+    from inspector.core.sweep import grid, parse_axis
+    from inspector.sweeper import SweepInput
+    from inspector.sweeper import run_sweep as sweep
+
+    axes = [parse_axis(spec) for spec in args.vary]
+    combinations = grid(axes)
+    if len(args.files) != 1 and not args.merge:
+        raise InputError("one session at a time", "sweep takes one file (or --merge streams)")
+    spec = SweepInput(
+        paths=tuple(Path(p) for p in args.files),
+        format_name=args.format_name,
+        profile_name=args.profile,
+        config=args.config,
+        sets=tuple(args.sets),
+        merge=args.merge,
+    )
+    rows = sweep(spec, combinations, summarizer(args), workers=args.workers)
+    data = [row.as_dict() for row in rows]
+    if args.sort:
+        key = args.sort.lstrip("-")
+        data.sort(key=lambda r: (r.get(key) is None, r.get(key)), reverse=args.sort.startswith("-"))
+    return {"file": str(args.files[0]), "axes": [k for k, _ in axes], "rows": data}
