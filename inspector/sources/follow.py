@@ -1,0 +1,691 @@
+"""Following a live file: appends, truncation, rotation, deletion and re-creation. Bytes only.
+
+``FileFollower`` keeps one read-only descriptor on the file the path names and, at each
+``poll()``, returns what is new as ``Chunk`` s. It stats the path and compares the file it names
+(device and inode) and its size with the open descriptor:
+
+- same file, longer: the new bytes (``DATA``);
+- same file, shorter than what was read, or the bytes just before the read position changed
+  (an editor that rewrote it in place, a copy-truncate refilled before the poll): ``TRUNCATED``,
+  then the file from offset 0. Bytes written after the last poll and before a copy-truncate are
+  gone with the truncation: nothing can read them back (the inherent limit of copy-truncate);
+- another file at the path (rename-and-create, an editor's save by rename, even at the same
+  size): the old file is first read to its end through the still-open descriptor, then
+  ``ROTATED`` and the new file from 0. While the new file is still empty and the old one still
+  exists under another name, the follower keeps reading the old one (a writer finishes its last
+  lines there before it moves on), so bytes written to the old file before the switch are never
+  lost. Two rotations between two polls skip the middle file (nothing says where it went);
+- no file at the path: if the old file was only renamed, it is followed until a new file
+  appears (then ``ROTATED``); if it was deleted, it is read to its end, then ``DELETED`` and
+  the follower waits; when the path exists again, ``CREATED`` and the new file from 0. A path
+  that does not exist yet is waited for the same way (``CREATED`` when it appears).
+
+``follow`` (async) and ``follow_sync`` watch the file's folder with watchfiles, filtered on the
+file's name and its rotation siblings (``run.log.1``, ``run.log-20250101``, ``db-wal``), with a
+short debounce, and poll on each change; they also poll every ``poll_interval`` seconds without
+any event (for file systems that send none). ``force_polling=True`` (or the environment variable
+``CTX_INSPECT_FORCE_POLLING=1``) makes watchfiles poll the folder instead of using native
+notifications; as its polling compares modification times in whole seconds, ``poll()`` then also
+runs every ``poll_delay_ms``. Inputs are never written to.
+
+A copy-truncate destroys the bytes written since the last poll before they can be read: a writer
+that must lose nothing waits for the reader before it truncates (or rotates by rename instead).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import queue
+import stat
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import AsyncGenerator, Generator, Iterator
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Final
+
+from inspector.errors import InputError
+
+READ_SIZE: Final = 1 << 20
+BATCH_BYTES: Final = 8 << 20  # at most this much per yielded batch while catching up
+TAIL_BYTES: Final = 64  # bytes before the read position that must not change
+DEBOUNCE_MS: Final = 30
+STEP_MS: Final = 10
+POLL_INTERVAL: Final = 0.5
+POLL_DELAY_MS: Final = 50  # watchfiles' own polling period when polling is forced
+FORCE_POLLING_ENV: Final = "CTX_INSPECT_FORCE_POLLING"
+ROTATION_SEPARATORS: Final = (".", "-", "_")
+_READ_FLAGS: Final = (
+    os.O_RDONLY
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_BINARY", 0)
+)
+
+
+def _pread(fd: int, size: int, offset: int) -> bytes:
+    """``size`` bytes at ``offset`` (callers hold the follower's lock where pread is missing)."""
+    if hasattr(os, "pread"):
+        return os.pread(fd, size, offset)
+    os.lseek(fd, offset, os.SEEK_SET)  # pragma: no cover - platforms without pread
+    return os.read(fd, size)  # pragma: no cover
+
+
+class Change(StrEnum):
+    """What a chunk reports."""
+
+    DATA = "data"  # new bytes at ``offset``
+    TRUNCATED = "truncated"  # the file got shorter (or was rewritten in place); reading from 0
+    ROTATED = "rotated"  # the path names a new file; the old one was read to its end first
+    DELETED = "deleted"  # the path is gone; waiting for it to come back
+    CREATED = "created"  # the path exists again (or for the first time); reading from 0
+
+
+@dataclass
+class Chunk:
+    change: Change
+    data: bytes = b""
+    offset: int = 0  # DATA: offset of data's first byte; DELETED: where reading stopped
+
+
+_Identity = tuple[int, int]  # (st_dev, st_ino)
+
+
+def _identity(st: os.stat_result) -> _Identity:
+    return (st.st_dev, st.st_ino)
+
+
+class FileFollower:
+    """Reads what is new in the file at ``path`` at each ``poll()``; never writes to it.
+
+    ``start`` skips bytes already read elsewhere (they are not returned; a file shorter than
+    ``start`` at the first poll reports ``TRUNCATED``). ``generation`` counts the files read so
+    far (+1 at each TRUNCATED, ROTATED or CREATED); ``read_at`` reads a span back from the
+    current file or from one of the last ``keep_rotated`` rotated-away files. All methods are
+    thread-safe.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        start: int = 0,
+        read_size: int = READ_SIZE,
+        keep_rotated: int = 2,
+    ) -> None:
+        if read_size <= 0:
+            raise ValueError("read_size must be positive")
+        if start < 0:
+            raise ValueError("start must not be negative")
+        self.path = Path(path)
+        self.read_size = read_size
+        self.keep_rotated = keep_rotated
+        self._lock = threading.RLock()
+        self._fd: int | None = None
+        self._ident: _Identity | None = None
+        self._offset = start
+        self._tail = b""
+        self._generation = 0
+        self._retired: OrderedDict[int, int] = OrderedDict()  # generation -> descriptor
+        self._closed = False
+        self._behind = False
+        if self._open_current() and start:
+            self._offset = start
+            first = max(0, start - TAIL_BYTES)
+            self._tail = _pread(self._fd_now(), start - first, first)
+
+    # -- state -----------------------------------------------------------------------------
+
+    @property
+    def offset(self) -> int:
+        """Offset of the next byte to read in the current file."""
+        return self._offset
+
+    @property
+    def generation(self) -> int:
+        return self._generation
+
+    @property
+    def behind(self) -> bool:
+        """The last ``poll(max_bytes=...)`` stopped at its limit: there is more to read now."""
+        return self._behind
+
+    @property
+    def waiting(self) -> bool:
+        """No file is open: the path does not exist (yet, or any more)."""
+        return self._fd is None
+
+    # -- polling ---------------------------------------------------------------------------
+
+    def poll(self, max_bytes: int | None = None) -> list[Chunk]:
+        """Everything new since the last call (at most about ``max_bytes`` of data if given)."""
+        with self._lock:
+            if self._closed:
+                raise ValueError("poll() on a closed FileFollower")
+            out: list[Chunk] = []
+            budget = [max_bytes if max_bytes is not None else -1]
+            try:
+                self._step(out, budget)
+            except OSError as exc:
+                raise InputError("cannot read file", f"{self.path}: {exc.strerror or exc}") from exc
+            return out
+
+    def _step(self, out: list[Chunk], budget: list[int]) -> None:
+        self._behind = False
+        st = self._stat_path()
+        if self._fd is None:
+            if st is None or not self._open_current():
+                return
+            self._generation += 1
+            out.append(Chunk(Change.CREATED))
+            self._read(out, budget)
+            return
+        fd = self._fd
+        old = os.fstat(fd)
+        if old.st_size < self._offset or not self._tail_intact(fd):
+            self._restart(out, Change.TRUNCATED)  # cut (and maybe refilled) since the last poll
+        if st is not None and _identity(st) == self._ident:
+            self._read(out, budget)
+            return
+        # The path names another file, or nothing: finish the old one first.
+        if not self._read(out, budget):
+            return  # more to drain before switching; the caller polls again
+        if st is None:
+            if old.st_nlink > 0:
+                return  # renamed away and not re-created yet: keep following it
+            self._release(out)
+            return
+        if old.st_nlink > 0 and st.st_size == 0:
+            return  # the new file is still empty; the writer may still be finishing the old one
+        self._retire()
+        if not self._open_current():
+            out.append(Chunk(Change.DELETED, offset=self._offset))
+            self._offset = 0
+            return
+        self._generation += 1
+        out.append(Chunk(Change.ROTATED))
+        self._read(out, budget)
+
+    def _stat_path(self) -> os.stat_result | None:
+        try:
+            st = os.stat(self.path)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        _check_kind(self.path, st)
+        return st
+
+    def _open_current(self) -> bool:
+        """Open the file the path names now; False when there is none."""
+        try:
+            st = os.stat(self.path)
+            _check_kind(self.path, st)  # before open(): opening a FIFO would block
+            fd = os.open(self.path, _READ_FLAGS)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        except OSError as exc:
+            raise InputError("cannot read file", f"{self.path}: {exc.strerror or exc}") from exc
+        fst = os.fstat(fd)
+        try:
+            _check_kind(self.path, fst)
+        except InputError:
+            os.close(fd)
+            raise
+        self._fd = fd
+        self._ident = _identity(fst)
+        self._offset = 0
+        self._tail = b""
+        return True
+
+    def _fd_now(self) -> int:
+        assert self._fd is not None
+        return self._fd
+
+    def _tail_intact(self, fd: int) -> bool:
+        if not self._tail:
+            return True
+        start = self._offset - len(self._tail)
+        return _pread(fd, len(self._tail), start) == self._tail
+
+    def _restart(self, out: list[Chunk], change: Change) -> None:
+        self._generation += 1
+        self._offset = 0
+        self._tail = b""
+        out.append(Chunk(change))
+
+    def _read(self, out: list[Chunk], budget: list[int]) -> bool:
+        """Read the open file to its end; False when the budget ran out first."""
+        fd = self._fd_now()
+        while True:
+            if budget[0] == 0:
+                self._behind = True
+                return False
+            size = self.read_size if budget[0] < 0 else min(self.read_size, budget[0])
+            data = _pread(fd, size, self._offset)
+            if not data:
+                return True
+            out.append(Chunk(Change.DATA, data, self._offset))
+            self._offset += len(data)
+            if len(data) >= TAIL_BYTES:
+                self._tail = data[-TAIL_BYTES:]
+            else:
+                self._tail = (self._tail + data)[-TAIL_BYTES:]
+            if budget[0] > 0:
+                budget[0] -= len(data)
+
+    def _release(self, out: list[Chunk]) -> None:
+        """The file was deleted: stop reading it and wait for the path to come back."""
+        out.append(Chunk(Change.DELETED, offset=self._offset))
+        os.close(self._fd_now())
+        self._fd = None
+        self._ident = None
+        self._offset = 0
+        self._tail = b""
+
+    def _retire(self) -> None:
+        """Keep the rotated-away file open for ``read_at`` (the last ``keep_rotated`` only)."""
+        fd = self._fd_now()
+        self._fd = None
+        self._ident = None
+        if self.keep_rotated <= 0:
+            os.close(fd)
+            return
+        self._retired[self._generation] = fd
+        while len(self._retired) > self.keep_rotated:
+            _, old = self._retired.popitem(last=False)
+            os.close(old)
+
+    # -- reading back ----------------------------------------------------------------------
+
+    def read_at(self, offset: int, length: int, generation: int | None = None) -> bytes | None:
+        """``length`` bytes at ``offset`` of the current file, or of an earlier ``generation``.
+
+        None when that file cannot be read any more (truncated, deleted, or rotated too long
+        ago); fewer bytes when it is shorter.
+        """
+        with self._lock:
+            if self._closed:
+                return None
+            if generation is None or generation == self._generation:
+                fd = self._fd
+            else:
+                fd = self._retired.get(generation)
+            if fd is None:
+                return None
+            return _pread(fd, length, offset)
+
+    # -- closing ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+            for fd in self._retired.values():
+                os.close(fd)
+            self._retired.clear()
+
+    def __enter__(self) -> FileFollower:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
+
+
+def _check_kind(path: Path, st: os.stat_result) -> None:
+    if stat.S_ISDIR(st.st_mode):
+        raise InputError("cannot follow a folder", f"{path} is a folder; name a file")
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError("cannot follow this file", f"{path} is not a regular file")
+
+
+def input_signature(
+    path: str | os.PathLike[str], siblings: tuple[str, ...] = ()
+) -> tuple[object, ...]:
+    """A cheap fingerprint of an input that changes whenever it changes: the identity, size and
+    modification time of a file and of its siblings named ``path`` + suffix (``-wal``), or of
+    every file in a folder's tree. Missing files count as None."""
+    root = Path(path)
+    if root.is_dir():
+        entries: set[tuple[str, int, int, int]] = set()
+        for folder, _dirs, files in os.walk(root):
+            for name in files:
+                try:
+                    st = os.stat(os.path.join(folder, name))
+                except OSError:
+                    continue
+                entries.add((os.path.join(folder, name), st.st_ino, st.st_size, st.st_mtime_ns))
+        return ("folder", hash(frozenset(entries)), len(entries))
+    out: list[object] = []
+    for suffix in ("", *siblings):
+        try:
+            st = os.stat(f"{root}{suffix}")
+        except OSError:
+            out.append(None)
+            continue
+        out.append((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns))
+    return tuple(out)
+
+
+# ------------------------------------------------------------------------------------------
+# Watching
+
+
+def related_name(name: str, changed: str) -> bool:
+    """Whether a change to ``changed`` (a file name) may concern the followed file ``name``."""
+    if changed == name:
+        return True
+    return changed.startswith(name) and changed[len(name) : len(name) + 1] in ROTATION_SEPARATORS
+
+
+def resolve_force_polling(force_polling: bool | None) -> bool | None:
+    """The argument, else ``CTX_INSPECT_FORCE_POLLING`` (1/true/yes/on, 0/false/no/off), else
+    None (watchfiles decides: its own environment variable, WSL)."""
+    if force_polling is not None:
+        return force_polling
+    value = os.environ.get(FORCE_POLLING_ENV, "").strip().lower()
+    if value in {"1", "true", "yes", "on"}:
+        return True
+    if value in {"0", "false", "no", "off"}:
+        return False
+    return None
+
+
+@dataclass(frozen=True)
+class _WatchPlan:
+    root: Path  # what watchfiles watches
+    name: str | None  # the followed file's name (None: a folder, every change counts)
+    recursive: bool
+
+    @classmethod
+    def for_path(cls, path: Path) -> _WatchPlan:
+        path = path.absolute()
+        if path.is_dir():
+            return cls(path, None, True)
+        if not path.parent.is_dir():
+            raise InputError(
+                "folder not found", f"{path.parent} does not exist; cannot follow {path.name}"
+            )
+        return cls(path.parent, path.name, False)
+
+    def relevant(self, changes: set[tuple[Any, str]]) -> bool:
+        if self.name is None:
+            return bool(changes)
+        return any(related_name(self.name, os.path.basename(p)) for _, p in changes)
+
+
+def _periodic(poll_interval: float, forced: bool | None, poll_delay_ms: int) -> float:
+    """The period of the reads made without any event.
+
+    watchfiles' polling compares modification times in whole seconds, so it misses most of
+    the appends within a second; when polling is forced, ``poll()`` (a stat, an fstat and a
+    64-byte read) runs every ``poll_delay_ms`` as well.
+    """
+    if forced:
+        return min(poll_interval, poll_delay_ms / 1000)
+    return poll_interval
+
+
+class _Stop:
+    """A stop flag for watchfiles: set here, or by the caller's event."""
+
+    def __init__(self, outer: Any = None) -> None:
+        self._outer = outer
+        self._flag = threading.Event()
+
+    def is_set(self) -> bool:
+        return self._flag.is_set() or (self._outer is not None and bool(self._outer.is_set()))
+
+    def set(self) -> None:
+        self._flag.set()
+
+
+_END: Final = object()
+
+
+@dataclass
+class _Failed:
+    error: BaseException
+
+
+async def watch_input(
+    path: str | os.PathLike[str],
+    *,
+    debounce_ms: int = DEBOUNCE_MS,
+    step_ms: int = STEP_MS,
+    poll_interval: float = POLL_INTERVAL,
+    force_polling: bool | None = None,
+    poll_delay_ms: int = POLL_DELAY_MS,
+    stop_event: asyncio.Event | None = None,
+) -> AsyncGenerator[bool, None]:
+    """Yield whenever ``path`` (a file, its rotation siblings, or a folder's contents) may have
+    changed: True after a file-system event, False after ``poll_interval`` seconds without one.
+
+    The first value is yielded at once (False), after the watcher has started, so a caller that
+    reads on each value misses nothing written before. Ends when ``stop_event`` is set or the
+    generator is closed (use ``contextlib.aclosing``).
+    """
+    from watchfiles import awatch
+
+    plan = _WatchPlan.for_path(Path(path))
+    forced = resolve_force_polling(force_polling)
+    poll_interval = _periodic(poll_interval, forced, poll_delay_ms)
+    stop = _Stop(stop_event)
+    ticks: asyncio.Queue[object] = asyncio.Queue()
+
+    async def pump() -> None:
+        try:
+            async for changes in awatch(
+                plan.root,
+                watch_filter=None,
+                debounce=debounce_ms,
+                step=step_ms,
+                rust_timeout=max(step_ms, int(poll_interval * 1000)),
+                stop_event=stop,  # anything with is_set() and set()
+                force_polling=forced,
+                poll_delay_ms=poll_delay_ms,
+                recursive=plan.recursive,
+            ):
+                ticks.put_nowait(plan.relevant(changes))
+        except Exception as exc:
+            ticks.put_nowait(_Failed(exc))
+        finally:
+            ticks.put_nowait(_END)
+
+    task = asyncio.create_task(pump())
+    await asyncio.sleep(0)  # let the watcher start before the first read
+    try:
+        yield False
+        last = time.monotonic()
+        while not stop.is_set():
+            timeout = max(0.0, last + poll_interval - time.monotonic())
+            try:
+                item = await asyncio.wait_for(ticks.get(), timeout)
+            except TimeoutError:
+                item = False
+            items = [item]
+            while not ticks.empty():
+                items.append(ticks.get_nowait())
+            for it in items:
+                if isinstance(it, _Failed):
+                    raise it.error
+            relevant = any(it is True for it in items)
+            now = time.monotonic()
+            if relevant or now - last >= poll_interval:
+                last = now
+                yield relevant
+            if _END in items:
+                return
+    finally:
+        stop.set()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+def watch_input_sync(
+    path: str | os.PathLike[str],
+    stop: threading.Event,
+    *,
+    debounce_ms: int = DEBOUNCE_MS,
+    step_ms: int = STEP_MS,
+    poll_interval: float = POLL_INTERVAL,
+    force_polling: bool | None = None,
+    poll_delay_ms: int = POLL_DELAY_MS,
+) -> Generator[bool, None, None]:
+    """The synchronous ``watch_input``: watchfiles' ``watch`` runs in a helper thread."""
+    from watchfiles import watch
+
+    plan = _WatchPlan.for_path(Path(path))
+    forced = resolve_force_polling(force_polling)
+    poll_interval = _periodic(poll_interval, forced, poll_delay_ms)
+    halt = _Stop(stop)
+    ticks: queue.SimpleQueue[object] = queue.SimpleQueue()
+
+    def pump() -> None:
+        try:
+            for changes in watch(
+                plan.root,
+                watch_filter=None,
+                debounce=debounce_ms,
+                step=step_ms,
+                rust_timeout=max(step_ms, int(poll_interval * 1000)),
+                stop_event=halt,
+                force_polling=forced,
+                poll_delay_ms=poll_delay_ms,
+                recursive=plan.recursive,
+                raise_interrupt=False,
+            ):
+                ticks.put(plan.relevant(changes))
+        except Exception as exc:
+            ticks.put(_Failed(exc))
+        finally:
+            ticks.put(_END)
+
+    thread = threading.Thread(target=pump, name=f"watch {plan.root}", daemon=True)
+    thread.start()
+    try:
+        yield False
+        # The watcher may not have started when the first value was read: read again soon.
+        last = time.monotonic() - poll_interval + min(poll_interval, 0.1)
+        while not halt.is_set():
+            timeout = max(0.0, last + poll_interval - time.monotonic())
+            try:
+                item = ticks.get(timeout=timeout)
+            except queue.Empty:
+                item = False
+            items = [item]
+            while not ticks.empty():
+                items.append(ticks.get_nowait())
+            for it in items:
+                if isinstance(it, _Failed):
+                    raise it.error
+            relevant = any(it is True for it in items)
+            now = time.monotonic()
+            if relevant or now - last >= poll_interval:
+                last = now
+                yield relevant
+            if _END in items:
+                return
+    finally:
+        halt.set()
+        thread.join()
+
+
+def _catch_up(follower: FileFollower, batch_bytes: int) -> Iterator[list[Chunk]]:
+    while True:
+        chunks = follower.poll(max_bytes=batch_bytes)
+        if chunks:
+            yield chunks
+        if not follower.behind:
+            return
+
+
+async def follow(
+    path: str | os.PathLike[str],
+    *,
+    debounce_ms: int = DEBOUNCE_MS,
+    poll_interval: float = POLL_INTERVAL,
+    force_polling: bool | None = None,
+    stop_event: asyncio.Event | None = None,
+    follower: FileFollower | None = None,
+    start: int = 0,
+    step_ms: int = STEP_MS,
+    poll_delay_ms: int = POLL_DELAY_MS,
+    batch_bytes: int = BATCH_BYTES,
+) -> AsyncGenerator[list[Chunk], None]:
+    """Yield the chunks of ``path`` as it changes: first what is there (from ``start``), then
+    each change, within about ``step_ms``-``debounce_ms`` of it.
+
+    Give ``follower`` to continue from a FileFollower you own (it is not closed here); else one
+    is opened and closed with the generator. Catching up on a large file yields batches of at
+    most ``batch_bytes``. Ends when ``stop_event`` is set or the generator is closed.
+    """
+    own = follower is None
+    reader = follower if follower is not None else FileFollower(path, start=start)
+    try:
+        ticks = watch_input(
+            path,
+            debounce_ms=debounce_ms,
+            step_ms=step_ms,
+            poll_interval=poll_interval,
+            force_polling=force_polling,
+            poll_delay_ms=poll_delay_ms,
+            stop_event=stop_event,
+        )
+        async with contextlib.aclosing(ticks):
+            async for _ in ticks:
+                for chunks in _catch_up(reader, batch_bytes):
+                    yield chunks
+                    await asyncio.sleep(0)
+    finally:
+        if own:
+            reader.close()
+
+
+def follow_sync(
+    path: str | os.PathLike[str],
+    stop: threading.Event,
+    *,
+    debounce_ms: int = DEBOUNCE_MS,
+    poll_interval: float = POLL_INTERVAL,
+    force_polling: bool | None = None,
+    follower: FileFollower | None = None,
+    start: int = 0,
+    step_ms: int = STEP_MS,
+    poll_delay_ms: int = POLL_DELAY_MS,
+    batch_bytes: int = BATCH_BYTES,
+) -> Generator[list[Chunk], None, None]:
+    """The synchronous ``follow`` (for headless use): ends when ``stop`` is set."""
+    own = follower is None
+    reader = follower if follower is not None else FileFollower(path, start=start)
+    try:
+        ticks = watch_input_sync(
+            path,
+            stop,
+            debounce_ms=debounce_ms,
+            step_ms=step_ms,
+            poll_interval=poll_interval,
+            force_polling=force_polling,
+            poll_delay_ms=poll_delay_ms,
+        )
+        with contextlib.closing(ticks):
+            for _ in ticks:
+                yield from _catch_up(reader, batch_bytes)
+    finally:
+        if own:
+            reader.close()

@@ -1,0 +1,525 @@
+"""Following a live file: FileFollower.poll over every way a file changes, and the watchers."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from inspector.errors import InputError
+from inspector.sources import follow as follow_module
+from inspector.sources.follow import (
+    Change,
+    Chunk,
+    FileFollower,
+    follow,
+    follow_sync,
+    input_signature,
+    related_name,
+    resolve_force_polling,
+)
+
+WAIT = 10.0  # generous: a slow machine must not fail these
+
+
+def data_of(chunks: list[Chunk]) -> bytes:
+    return b"".join(c.data for c in chunks if c.change is Change.DATA)
+
+
+def kinds(chunks: list[Chunk]) -> list[Change]:
+    return [c.change for c in chunks]
+
+
+def append(path: Path, data: bytes) -> None:
+    with path.open("ab") as fh:
+        fh.write(data)
+
+
+@pytest.fixture
+def log(tmp_path: Path) -> Path:
+    return tmp_path / "run.log"
+
+
+# -- poll -------------------------------------------------------------------------------------
+
+
+def test_appends_in_random_chunk_sizes_are_read_exactly_once_in_order(log: Path) -> None:
+    rng = random.Random(7)
+    log.write_bytes(b"")
+    written = bytearray()
+    seen: list[Chunk] = []
+    with FileFollower(log, read_size=4096) as follower:
+        for _ in range(400):
+            piece = rng.randbytes(rng.choice([1, 2, 5, 17, 100, 1000, 5000]))
+            append(log, piece)
+            written += piece
+            if rng.random() < 0.6:
+                seen.extend(follower.poll())
+        seen.extend(follower.poll())
+        assert follower.offset == len(written)
+    assert all(c.change is Change.DATA for c in seen)
+    assert data_of(seen) == bytes(written)
+    offset = 0
+    for chunk in seen:  # offsets are contiguous
+        assert chunk.offset == offset
+        offset += len(chunk.data)
+
+
+def test_nothing_new_gives_no_chunks(log: Path) -> None:
+    log.write_bytes(b"abc\n")
+    with FileFollower(log) as follower:
+        assert data_of(follower.poll()) == b"abc\n"
+        assert follower.poll() == []
+        assert follower.poll() == []
+
+
+def test_truncation_restarts_at_zero(log: Path) -> None:
+    log.write_bytes(b"x" * 100)
+    with FileFollower(log) as follower:
+        follower.poll()
+        os.truncate(log, 0)
+        append(log, b"new\n")
+        chunks = follower.poll()
+        assert kinds(chunks) == [Change.TRUNCATED, Change.DATA]
+        assert chunks[1] == Chunk(Change.DATA, b"new\n", 0)
+        assert follower.generation == 1
+
+
+def test_rewrite_in_place_to_a_longer_file_is_seen_as_truncation(log: Path) -> None:
+    log.write_bytes(b'{"seq": 1}\n' * 10)
+    with FileFollower(log) as follower:
+        follower.poll()
+        ino = log.stat().st_ino
+        with log.open("wb") as fh:  # same inode, O_TRUNC, refilled past the old end
+            fh.write(b'{"seq": 2}\n' * 30)
+        assert log.stat().st_ino == ino
+        chunks = follower.poll()
+        assert kinds(chunks)[0] is Change.TRUNCATED
+        assert data_of(chunks) == b'{"seq": 2}\n' * 30
+
+
+def test_rename_and_create_reads_the_old_file_to_its_end_first(log: Path) -> None:
+    log.write_bytes(b"a1\n")
+    with FileFollower(log) as follower:
+        assert data_of(follower.poll()) == b"a1\n"
+        append(log, b"a2\n")  # after the last poll, before the rename: must not be lost
+        log.rename(log.with_name("run.log.1"))
+        log.write_bytes(b"b1\n")
+        chunks = follower.poll()
+        assert kinds(chunks) == [Change.DATA, Change.ROTATED, Change.DATA]
+        assert chunks[0] == Chunk(Change.DATA, b"a2\n", 3)
+        assert chunks[2] == Chunk(Change.DATA, b"b1\n", 0)
+
+
+def test_a_writer_still_finishing_the_renamed_file_loses_nothing(log: Path) -> None:
+    log.write_bytes(b"a1\n")
+    with FileFollower(log) as follower, log.open("ab") as old:
+        follower.poll()
+        log.rename(log.with_name("run.log.1"))
+        old.write(b"a2\n")
+        old.flush()
+        assert data_of(follower.poll()) == b"a2\n"  # renamed away, not re-created yet
+        log.write_bytes(b"")  # the new file exists but is still empty
+        old.write(b"a3\n")
+        old.flush()
+        assert kinds(chunks := follower.poll()) == [Change.DATA]
+        assert data_of(chunks) == b"a3\n"
+        old.write(b"a4\n")
+        old.flush()
+        append(log, b"b1\n")  # the writer moved on: the old file is complete
+        chunks = follower.poll()
+        assert kinds(chunks) == [Change.DATA, Change.ROTATED, Change.DATA]
+        assert data_of(chunks) == b"a4\nb1\n"
+
+
+def test_same_size_but_another_file_is_a_rotation(log: Path) -> None:
+    log.write_bytes(b"0123456789")
+    with FileFollower(log) as follower:
+        follower.poll()
+        tmp = log.with_name("run.log.tmp")
+        tmp.write_bytes(b"abcdefghij")
+        os.replace(tmp, log)  # an editor's save: same size, new inode
+        chunks = follower.poll()
+        assert kinds(chunks) == [Change.ROTATED, Change.DATA]
+        assert data_of(chunks) == b"abcdefghij"
+
+
+def test_copy_truncate(log: Path) -> None:
+    log.write_bytes(b"old1\n")
+    with FileFollower(log) as follower:
+        follower.poll()
+        shutil.copyfile(log, log.with_name("run.log.1"))
+        os.truncate(log, 0)
+        append(log, b"new1\n")
+        chunks = follower.poll()
+        assert kinds(chunks) == [Change.TRUNCATED, Change.DATA]
+        assert data_of(chunks) == b"new1\n"
+
+
+def test_copy_truncate_loses_what_was_not_read_before_it(log: Path) -> None:
+    """The inherent limit of copy-truncate: unread bytes are only in the copy afterwards."""
+    log.write_bytes(b"old1\n")
+    with FileFollower(log) as follower:
+        follower.poll()
+        append(log, b"old2\n")  # never polled
+        shutil.copyfile(log, log.with_name("run.log.1"))
+        os.truncate(log, 0)
+        append(log, b"new1\n")
+        assert data_of(follower.poll()) == b"new1\n"
+
+
+def test_deletion_and_re_creation(log: Path) -> None:
+    log.write_bytes(b"a1\n")
+    with FileFollower(log) as follower:
+        follower.poll()
+        append(log, b"a2\n")
+        log.unlink()
+        chunks = follower.poll()
+        assert chunks == [Chunk(Change.DATA, b"a2\n", 3), Chunk(Change.DELETED, b"", 6)]
+        assert follower.waiting
+        assert follower.poll() == []
+        log.write_bytes(b"c1\n")
+        chunks = follower.poll()
+        assert kinds(chunks) == [Change.CREATED, Change.DATA]
+        assert chunks[1] == Chunk(Change.DATA, b"c1\n", 0)
+
+
+def test_a_file_that_appears_later(log: Path) -> None:
+    with FileFollower(log) as follower:
+        assert follower.waiting
+        assert follower.poll() == []
+        assert follower.poll() == []
+        log.write_bytes(b"hello\n")
+        chunks = follower.poll()
+        assert kinds(chunks) == [Change.CREATED, Change.DATA]
+        assert data_of(chunks) == b"hello\n"
+
+
+def test_inputs_are_only_read(log: Path) -> None:
+    log.write_bytes(b"line\n" * 100)
+    log.chmod(0o444)
+    before = (log.read_bytes(), log.stat().st_mtime_ns, log.stat().st_size)
+    with FileFollower(log) as follower:
+        follower.poll()
+        assert follower.read_at(0, 5) == b"line\n"
+        follower.poll()
+        fd_flags = _open_flags(log)
+        if fd_flags is not None:
+            assert fd_flags & os.O_ACCMODE == os.O_RDONLY
+    assert (log.read_bytes(), log.stat().st_mtime_ns, log.stat().st_size) == before
+
+
+def _open_flags(path: Path) -> int | None:
+    """The flags of this process's descriptor on ``path`` (Linux), else None."""
+    fd_dir = Path("/proc/self/fd")
+    if not fd_dir.is_dir():
+        return None
+    for entry in fd_dir.iterdir():
+        with contextlib.suppress(OSError):
+            if os.readlink(entry) == str(path):
+                info = Path(f"/proc/self/fdinfo/{entry.name}").read_text()
+                for line in info.splitlines():
+                    if line.startswith("flags:"):
+                        return int(line.split()[1], 8)
+    return None
+
+
+def test_start_skips_what_was_read_elsewhere(log: Path) -> None:
+    log.write_bytes(b"0123456789")
+    with FileFollower(log, start=4) as follower:
+        assert follower.offset == 4
+        assert follower.poll() == [Chunk(Change.DATA, b"456789", 4)]
+    with FileFollower(log, start=50) as follower:  # shorter than start: read again from 0
+        assert kinds(follower.poll()) == [Change.TRUNCATED, Change.DATA]
+
+
+def test_max_bytes_bounds_a_poll_and_says_it_is_behind(log: Path) -> None:
+    log.write_bytes(bytes(range(256)) * 40)  # 10240 bytes
+    got = b""
+    with FileFollower(log, read_size=1000) as follower:
+        chunks = follower.poll(max_bytes=3000)
+        assert len(data_of(chunks)) == 3000
+        assert follower.behind
+        got += data_of(chunks)
+        while follower.behind:
+            got += data_of(follower.poll(max_bytes=3000))
+    assert got == log.read_bytes()
+
+
+def test_read_at_reads_back_earlier_files_while_they_exist(log: Path) -> None:
+    log.write_bytes(b"gen0\n")
+    with FileFollower(log, keep_rotated=1) as follower:
+        follower.poll()
+        log.rename(log.with_name("run.log.1"))
+        log.write_bytes(b"gen1\n")
+        follower.poll()
+        assert follower.generation == 1
+        assert follower.read_at(0, 5, 0) == b"gen0\n"  # through the kept descriptor
+        assert follower.read_at(0, 5) == b"gen1\n"
+        os.truncate(log, 0)
+        append(log, b"gen2\n")
+        follower.poll()
+        assert follower.read_at(0, 5, 1) is None  # truncated: those bytes are gone
+        assert follower.read_at(0, 5, 2) == b"gen2\n"
+        log.rename(log.with_name("run.log.2"))
+        log.write_bytes(b"gen3\n")
+        follower.poll()
+        assert follower.read_at(0, 5, 2) == b"gen2\n"
+        assert follower.read_at(0, 5, 0) is None  # only the last rotated file is kept
+    assert follower.read_at(0, 5) is None  # closed
+
+
+def test_close_is_idempotent_and_poll_after_close_fails(log: Path) -> None:
+    log.write_bytes(b"x")
+    follower = FileFollower(log)
+    follower.close()
+    follower.close()
+    with pytest.raises(ValueError):
+        follower.poll()
+
+
+def test_a_folder_or_a_fifo_cannot_be_followed(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="folder"):
+        FileFollower(tmp_path)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(InputError, match="regular file"):
+        FileFollower(fifo)
+
+
+def test_rotation_siblings_and_the_polling_switch(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert related_name("run.log", "run.log")
+    assert related_name("run.log", "run.log.1")
+    assert related_name("run.log", "run.log-20250101")
+    assert related_name("run.db", "run.db-wal")
+    assert not related_name("run.log", "run.logger")
+    assert not related_name("run.log", "other.log")
+    monkeypatch.delenv("CTX_INSPECT_FORCE_POLLING", raising=False)
+    assert resolve_force_polling(None) is None
+    assert resolve_force_polling(True) is True
+    monkeypatch.setenv("CTX_INSPECT_FORCE_POLLING", "1")
+    assert resolve_force_polling(None) is True
+    assert resolve_force_polling(False) is False
+    monkeypatch.setenv("CTX_INSPECT_FORCE_POLLING", "0")
+    assert resolve_force_polling(None) is False
+
+
+def test_input_signature_changes_with_the_file_its_siblings_and_a_folder(tmp_path: Path) -> None:
+    db = tmp_path / "state.db"
+    db.write_bytes(b"a")
+    first = input_signature(db, ("-wal",))
+    assert input_signature(db, ("-wal",)) == first
+    (tmp_path / "state.db-wal").write_bytes(b"w")
+    second = input_signature(db, ("-wal",))
+    assert second != first
+    folder = tmp_path / "store"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "sub" / "one.json").write_text("{}")
+    before = input_signature(folder)
+    (folder / "sub" / "two.json").write_text("{}")
+    assert input_signature(folder) != before
+
+
+# -- watching ---------------------------------------------------------------------------------
+
+
+async def _collect_async(
+    path: Path,
+    act: Callable[[], None],
+    until: Callable[[bytes, list[Change]], bool],
+    **kwargs: object,
+) -> tuple[bytes, list[Change]]:
+    """Follow ``path`` while a thread runs ``act``; stop once ``until`` holds (or after WAIT)."""
+    stop = asyncio.Event()
+    data = b""
+    changes: list[Change] = []
+    loop = asyncio.get_running_loop()
+    timer = loop.call_later(WAIT, stop.set)
+    worker = threading.Thread(target=act)
+    async with contextlib.aclosing(follow(path, stop_event=stop, **kwargs)) as chunks_in:  # type: ignore[arg-type]
+        worker.start()
+        async for chunks in chunks_in:
+            data += data_of(chunks)
+            changes += [c.change for c in chunks if c.change is not Change.DATA]
+            if until(data, changes):
+                stop.set()
+    timer.cancel()
+    worker.join()
+    return data, changes
+
+
+def _writer(path: Path, lines: int, rotate_at: int | None = None, pause: float = 0.005) -> None:
+    for i in range(lines):
+        if i == rotate_at:
+            path.rename(path.with_name(path.name + ".1"))
+        append(path, f"{i}\n".encode())
+        time.sleep(pause)
+
+
+def _expected(lines: int) -> bytes:
+    return b"".join(f"{i}\n".encode() for i in range(lines))
+
+
+async def test_follow_delivers_appends_and_a_rotation_through_the_watcher(log: Path) -> None:
+    log.write_bytes(b"")
+    data, changes = await _collect_async(
+        log, lambda: _writer(log, 200, rotate_at=120), lambda d, c: d.endswith(b"\n199\n")
+    )
+    assert data == _expected(200)
+    assert changes == [Change.ROTATED]
+
+
+async def test_follow_with_forced_polling(log: Path) -> None:
+    log.write_bytes(b"")
+    data, _ = await _collect_async(
+        log,
+        lambda: _writer(log, 60, rotate_at=30, pause=0.01),
+        lambda d, c: d.endswith(b"\n59\n"),
+        force_polling=True,
+    )
+    assert data == _expected(60)
+
+
+async def test_the_environment_forces_polling(log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[object] = []
+    real = follow_module.resolve_force_polling
+
+    def spy(value: bool | None) -> bool | None:
+        result = real(value)
+        seen.append(result)
+        return result
+
+    monkeypatch.setattr(follow_module, "resolve_force_polling", spy)
+    monkeypatch.setenv("CTX_INSPECT_FORCE_POLLING", "1")
+    log.write_bytes(b"")
+    data, _ = await _collect_async(
+        log, lambda: _writer(log, 20, pause=0.01), lambda d, c: d.endswith(b"\n19\n")
+    )
+    assert data == _expected(20)
+    assert seen == [True]
+
+
+async def test_periodic_polls_deliver_without_any_file_system_event(
+    log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A file system that sends no events for our file: every change is "unrelated".
+    monkeypatch.setattr(follow_module._WatchPlan, "relevant", lambda self, changes: False)
+    log.write_bytes(b"")
+    started = time.monotonic()
+    data, _ = await _collect_async(
+        log,
+        lambda: _writer(log, 10, pause=0.02),
+        lambda d, c: d.endswith(b"\n9\n"),
+        poll_interval=0.1,
+    )
+    assert data == _expected(10)
+    assert time.monotonic() - started < WAIT
+
+
+async def test_follow_waits_for_a_file_that_appears_later(log: Path) -> None:
+    def create() -> None:
+        time.sleep(0.2)
+        log.write_bytes(b"late\n")
+
+    data, changes = await _collect_async(log, create, lambda d, c: d == b"late\n")
+    assert data == b"late\n"
+    assert changes == [Change.CREATED]
+
+
+async def test_closing_the_generator_stops_watching_and_closes_the_file(log: Path) -> None:
+    log.write_bytes(b"first\n")
+    stream = follow(log, poll_interval=5.0)
+    first = await asyncio.wait_for(stream.__anext__(), WAIT)
+    assert data_of(first) == b"first\n"
+    if Path("/proc/self/fd").is_dir():
+        assert _open_flags(log) is not None
+    started = time.monotonic()
+    await stream.aclose()
+    assert time.monotonic() - started < 2.0
+    assert _open_flags(log) is None  # no descriptor on the file any more
+
+
+async def test_a_missing_folder_is_an_input_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="folder not found"):
+        async for _ in follow(tmp_path / "nowhere" / "run.log"):
+            pass
+
+
+def _collect_sync(
+    path: Path, act: Callable[[], None], until: Callable[[bytes], bool], **kwargs: object
+) -> tuple[bytes, list[Change]]:
+    stop = threading.Event()
+    timer = threading.Timer(WAIT, stop.set)
+    timer.start()
+    worker = threading.Thread(target=act)
+    worker.start()
+    data = b""
+    changes: list[Change] = []
+    try:
+        for chunks in follow_sync(path, stop, **kwargs):  # type: ignore[arg-type]
+            data += data_of(chunks)
+            changes += [c.change for c in chunks if c.change is not Change.DATA]
+            if until(data):
+                stop.set()
+    finally:
+        timer.cancel()
+        worker.join()
+    return data, changes
+
+
+def test_follow_sync_delivers_and_stops(log: Path) -> None:
+    log.write_bytes(b"")
+    data, changes = _collect_sync(
+        log, lambda: _writer(log, 100, rotate_at=50), lambda d: d.endswith(b"\n99\n")
+    )
+    assert data == _expected(100)
+    assert changes == [Change.ROTATED]
+
+
+def test_follow_sync_with_forced_polling(log: Path) -> None:
+    log.write_bytes(b"")
+    data, _ = _collect_sync(
+        log,
+        lambda: _writer(log, 30, rotate_at=15, pause=0.01),
+        lambda d: d.endswith(b"\n29\n"),
+        force_polling=True,
+    )
+    assert data == _expected(30)
+
+
+def test_follow_does_not_load_the_ui_or_the_formats() -> None:
+    script = (
+        "import inspector.sources.follow, sys, json;"
+        "print(json.dumps(sorted(m for m in sys.modules)))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], check=True, capture_output=True, text=True
+    ).stdout
+    loaded = set(json.loads(out))
+    assert not {"textual", "rich"} & {m.split(".")[0] for m in loaded}
+    assert not any(m.startswith("inspector.formats") for m in loaded)
+    assert "watchfiles" not in loaded  # imported only when watching starts
+
+
+def test_a_file_cut_and_refilled_then_rotated_between_polls(log: Path) -> None:
+    log.write_bytes(b"a1\n")
+    with FileFollower(log) as follower:
+        follower.poll()
+        os.truncate(log, 0)
+        append(log, b"b1-longer-than-before\n")
+        log.rename(log.with_name("run.log.1"))
+        log.write_bytes(b"c1\n")
+        chunks = follower.poll()
+        assert kinds(chunks) == [Change.TRUNCATED, Change.DATA, Change.ROTATED, Change.DATA]
+        assert data_of(chunks) == b"b1-longer-than-before\nc1\n"

@@ -1,0 +1,563 @@
+"""Following one input live: chunks to events, markers, whole-input re-reads, and the acceptance
+test (a writer process, thousands of events, truncations and both kinds of rotation)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import json
+import os
+import random
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from inspector.core.model import (
+    Event,
+    LogLine,
+    Marker,
+    Message,
+    MessageAdded,
+    Part,
+    PartType,
+    RequestSent,
+    Role,
+    SourceSpan,
+)
+from inspector.core.profiles import Profile, default_profile
+from inspector.core.session import Session
+from inspector.formats.base import DocumentParser, LineParser
+from inspector.formats.native import write_events
+from inspector.formats.registry import FormatSpec, Head, SnapshotSession, get_format
+from inspector.live import LiveSource, LiveUpdate, follow_session, follow_stats, open_live
+from inspector.sources.follow import Change, Chunk, FileFollower, follow, follow_sync
+
+WAIT = 30.0  # generous: a slow machine must not fail these
+
+
+class SeqParser(LineParser):
+    """``{"seq": n}`` lines become LogLine("n")."""
+
+    format_name = "seq"
+
+    def parse_line(self, line: bytes, span: SourceSpan) -> Iterable[Event]:
+        out: list[Event] = []
+        value = self.load_json(line, span, out)
+        if isinstance(value, dict) and isinstance(value.get("seq"), int):
+            out.append(LogLine(text=str(value["seq"]), span=span))
+        elif value is not None:
+            out.append(self.issue(span, "no seq", line))
+        return out
+
+
+class ListDocParser(DocumentParser):
+    """A JSON document ``["a", "b"]`` becomes one LogLine per item."""
+
+    format_name = "listdoc"
+
+    def parse_document(self, value: Any, span: SourceSpan) -> Iterable[Event]:
+        return [LogLine(text=str(item)) for item in value]
+
+
+def _never(head: Head) -> float:
+    return 0.0
+
+
+SEQ = FormatSpec(name="seq", description="test", reads="*.log", parser=SeqParser, sniff=_never)
+LISTDOC = FormatSpec(
+    name="listdoc", description="test", reads="*.json", parser=ListDocParser, sniff=_never
+)
+
+
+def _snapshot(path: Path) -> list[SnapshotSession]:
+    """A "database": a JSON object {label: [texts]}."""
+    doc = json.loads(path.read_text())
+    return [
+        SnapshotSession(label=label, events=[LogLine(text=t) for t in texts])
+        for label, texts in doc.items()
+    ]
+
+
+SNAP = FormatSpec(
+    name="snap", description="test", reads="*.db", parser=None, sniff=_never, snapshot=_snapshot
+)
+
+
+@pytest.fixture
+def profile() -> Profile:
+    return default_profile("generic")
+
+
+def seq_lines(start: int, stop: int) -> bytes:
+    return b"".join(b'{"seq": %d}\n' % i for i in range(start, stop))
+
+
+def texts(events: Iterable[Event]) -> list[str]:
+    return [e.text for e in events if isinstance(e, LogLine | Marker)]
+
+
+def new_live(spec: FormatSpec = SEQ, path: str = "run.log") -> LiveSource:
+    session = Session()
+    session.add_source(path, spec.name)
+    return LiveSource(Path(path), spec, session, 0)
+
+
+# -- streams ----------------------------------------------------------------------------------
+
+
+def test_random_chunk_sizes_give_the_events_of_the_whole_file() -> None:
+    events: list[Event] = [
+        Marker(text="start"),
+        MessageAdded(
+            message=Message(id="m1", role=Role.USER, parts=(Part(type=PartType.TEXT, text="hi"),))
+        ),
+        RequestSent(model="m"),
+        *[LogLine(text=f"line {i} " + "é" * (i % 7)) for i in range(200)],
+    ]
+    buf = io.StringIO()
+    write_events(events, buf)
+    data = buf.getvalue().encode()
+    native = get_format("native")
+    whole = native.make_parser()
+    expected = [*whole.feed(data), *whole.finish()]
+
+    rng = random.Random(3)
+    live = new_live(native, "run.jsonl")
+    pos = 0
+    got: list[Event] = []
+    while pos < len(data):
+        size = rng.choice([1, 3, 10, 64, 500])
+        piece = data[pos : pos + size]
+        got.extend(live.apply([Chunk(Change.DATA, piece, pos)]))
+        pos += len(piece)
+        complete_lines = data[:pos].count(b"\n")
+        assert len(got) == max(0, complete_lines - 1)  # the header line gives no event
+    assert got == expected
+    assert list(live.session.events()) == expected
+
+
+def test_a_partial_last_line_is_held_until_complete() -> None:
+    live = new_live()
+    assert live.apply([Chunk(Change.DATA, b'{"seq": 1}\n{"se', 0)]) == [
+        LogLine(text="1", span=SourceSpan(source=0, offset=0, length=10, line=1))
+    ]
+    assert live.apply([Chunk(Change.DATA, b'q": 2', 15)]) == []
+    events = live.apply([Chunk(Change.DATA, b"}\n", 20)])
+    assert texts(events) == ["2"]
+    assert events[0].span == SourceSpan(source=0, offset=11, length=10, line=2)
+    assert len(live.session) == 2
+
+
+def test_truncation_flushes_marks_and_reads_again_from_the_start() -> None:
+    live = new_live()
+    events = live.apply(
+        [
+            Chunk(Change.DATA, seq_lines(0, 2), 0),
+            Chunk(Change.TRUNCATED),
+            Chunk(Change.DATA, seq_lines(2, 3), 0),
+        ]
+    )
+    assert texts(events) == [
+        "0",
+        "1",
+        "run.log was truncated; reading it again from the start",
+        "2",
+    ]
+    assert live.sources == [0, 1]
+    assert len(live.session.sources) == 2
+    assert events[-1].span == SourceSpan(source=1, offset=0, length=10, line=1)
+    assert live.generation == 1
+
+
+def test_rotation_flushes_a_last_line_without_newline_first() -> None:
+    live = new_live()
+    live.apply([Chunk(Change.DATA, b'{"seq": 1}\n{"seq": 2}', 0)])
+    events = live.apply([Chunk(Change.ROTATED), Chunk(Change.DATA, seq_lines(3, 4), 0)])
+    assert texts(events) == ["2", "run.log was rotated; now reading the new file", "3"]
+
+
+def test_deletion_and_re_creation_are_marked() -> None:
+    live = new_live()
+    live.apply([Chunk(Change.DATA, seq_lines(0, 1), 0)])
+    events = live.apply([Chunk(Change.DELETED, offset=11)])
+    assert texts(events) == ["run.log was deleted; waiting for it to come back"]
+    events = live.apply([Chunk(Change.CREATED), Chunk(Change.DATA, seq_lines(1, 2), 0)])
+    assert texts(events) == ["run.log was created again; reading it from the start", "1"]
+    assert texts(live.session.events()) == [
+        "0",
+        "run.log was deleted; waiting for it to come back",
+        "run.log was created again; reading it from the start",
+        "1",
+    ]
+
+
+def test_a_file_that_appears_later_keeps_its_source() -> None:
+    live = new_live()
+    events = live.apply([Chunk(Change.CREATED), Chunk(Change.DATA, seq_lines(0, 1), 0)])
+    assert texts(events) == ["run.log appeared; reading it from the start", "0"]
+    assert live.sources == [0]
+    assert live.session.sources[0].path == "run.log"
+
+
+def test_finish_flushes_the_held_line() -> None:
+    live = new_live()
+    live.apply([Chunk(Change.DATA, b'{"seq": 9}', 0)])
+    assert texts(live.finish()) == ["9"]
+    assert live.finish() == []
+
+
+def _native_line(message_id: str, text: str) -> bytes:
+    buf = io.StringIO()
+    write_events(
+        [
+            MessageAdded(
+                message=Message(
+                    id=message_id, role=Role.USER, parts=(Part(type=PartType.TEXT, text=text),)
+                )
+            )
+        ],
+        buf,
+        header=False,
+    )
+    return buf.getvalue().encode()
+
+
+def test_bodies_of_a_rotated_file_are_read_back_and_gone_ones_are_not(
+    tmp_path: Path, profile: Profile
+) -> None:
+    log = tmp_path / "run.jsonl"
+    log.write_bytes(_native_line("a", "from the first file"))
+    live = open_live(log, get_format("native"), profile, count_exact=False)
+    assert live.follower is not None
+    try:
+        live.apply(live.follower.poll())
+        log.rename(tmp_path / "run.jsonl.1")
+        log.write_bytes(_native_line("b", "from the second file"))
+        live.apply(live.follower.poll())
+        session = live.session
+        assert session.message_count == 2
+        assert session.body(0).text == "from the first file"
+        assert session.body(1).text == "from the second file"
+        os.truncate(log, 0)
+        log.write_bytes(_native_line("c", "third"))
+        live.apply(live.follower.poll())
+        session._bodies.clear()  # force reading back
+        assert session.body(1).parts == ()  # its bytes were truncated away: not misread
+        assert session.body(2).text == "third"
+        assert session.body(0).text == "from the first file"
+    finally:
+        live.close()
+
+
+# -- whole inputs -----------------------------------------------------------------------------
+
+
+def test_a_whole_input_is_re_read_into_a_new_session(tmp_path: Path, profile: Profile) -> None:
+    db = tmp_path / "state.db"
+    db.write_text(json.dumps({"old": ["x"], "new": ["a"]}))
+    live = open_live(db, SNAP, profile, count_exact=False)
+    first = live.session
+    assert texts(first.events()) == ["a"]  # the last session listed
+    assert not live.refresh()
+    db.write_text(json.dumps({"old": ["x"], "new": ["a", "b"]}))
+    assert live.refresh()
+    assert live.session is not first
+    assert live.reloads == 2
+    assert texts(live.session.events()) == ["a", "b"]
+    assert [s.path for s in live.session.sources] == [str(db)]
+    assert not live.refresh()
+
+
+def test_a_whole_input_by_label_and_its_failures(tmp_path: Path, profile: Profile) -> None:
+    db = tmp_path / "state.db"
+    db.write_text(json.dumps({"old": ["x"], "new": ["a"]}))
+    live = open_live(db, SNAP, profile, label="old", count_exact=False)
+    assert texts(live.session.events()) == ["x"]
+    kept = live.session
+    db.write_text("{ half written")
+    assert live.refresh()
+    assert live.session is kept
+    (marker,) = texts(live.session.events())[1:]
+    assert marker.startswith("state.db could not be read again (JSONDecodeError")
+    db.write_text("{ still half written")
+    live.refresh()
+    assert len(kept) == 2  # the same reason is said once
+    db.unlink()
+    live.refresh()
+    assert texts(kept.events())[-1] == "state.db was deleted; waiting for it to come back"
+    db.write_text(json.dumps({"old": ["y"]}))
+    assert live.refresh()
+    assert texts(live.session.events()) == ["y"]
+
+
+def test_a_json_document_is_re_read_on_change(tmp_path: Path, profile: Profile) -> None:
+    doc = tmp_path / "body.json"
+    doc.write_text('["a"]')
+    live = open_live(doc, LISTDOC, profile, count_exact=False)
+    assert live.whole and live.follower is None
+    assert texts(live.session.events()) == ["a"]
+    doc.write_text('["a", "b"]')
+    events = live.apply([Chunk(Change.DATA, b"whatever", 0)])
+    assert texts(events) == ["a", "b"]
+    assert texts(live.session.events()) == ["a", "b"]
+
+
+# -- the async and sync helpers ---------------------------------------------------------------
+
+
+async def test_follow_session_yields_the_session_then_each_change(
+    tmp_path: Path, profile: Profile
+) -> None:
+    log = tmp_path / "run.log"
+    log.write_bytes(seq_lines(0, 3))
+    stop = asyncio.Event()
+    updates: list[LiveUpdate] = []
+
+    def write() -> None:
+        time.sleep(0.1)
+        with log.open("ab") as fh:
+            fh.write(seq_lines(3, 6))
+
+    worker = threading.Thread(target=write)
+    timer = asyncio.get_running_loop().call_later(WAIT, stop.set)
+    gen = follow_session(log, SEQ, profile, count_exact=False, stop_event=stop)
+    async with contextlib.aclosing(gen):
+        async for update in gen:
+            updates.append(update)
+            if len(updates) == 1:
+                worker.start()
+            if texts(update.session.events())[-1:] == ["5"]:
+                stop.set()
+    timer.cancel()
+    worker.join()
+    assert updates[0].events == [] and not updates[0].replaced
+    assert all(u.session is updates[0].session for u in updates)
+    assert texts(updates[-1].session.events()) == ["0", "1", "2", "3", "4", "5"]
+
+
+async def test_follow_session_of_a_whole_input(tmp_path: Path, profile: Profile) -> None:
+    db = tmp_path / "state.db"
+    db.write_text(json.dumps({"s": ["a"]}))
+    stop = asyncio.Event()
+    updates: list[LiveUpdate] = []
+    timer = asyncio.get_running_loop().call_later(WAIT, stop.set)
+    gen = follow_session(db, SNAP, profile, count_exact=False, stop_event=stop)
+    async with contextlib.aclosing(gen):
+        async for update in gen:
+            updates.append(update)
+            if len(updates) == 1:
+                db.write_text(json.dumps({"s": ["a", "b"]}))
+            else:
+                stop.set()
+    timer.cancel()
+    assert texts(updates[0].events) == ["a"]
+    assert updates[1].replaced and updates[1].session is not updates[0].session
+    assert texts(updates[1].events) == ["a", "b"]
+
+
+def test_follow_stats_calls_back_with_the_current_session(tmp_path: Path, profile: Profile) -> None:
+    log = tmp_path / "run.log"
+    log.write_bytes(seq_lines(0, 2))
+    stop = threading.Event()
+    seen: list[list[str]] = []
+
+    def on_update(session: Session) -> None:
+        seen.append(texts(session.events()))
+        if len(seen) == 1:
+            with log.open("ab") as fh:
+                fh.write(seq_lines(2, 4))
+        if seen[-1][-1:] == ["3"]:
+            stop.set()
+
+    timer = threading.Timer(WAIT, stop.set)
+    timer.start()
+    try:
+        session = follow_stats(log, SEQ, profile, on_update, stop, count_exact=False)
+    finally:
+        timer.cancel()
+    assert seen[0] == ["0", "1"]
+    assert seen[-1] == ["0", "1", "2", "3"]
+    assert texts(session.events()) == ["0", "1", "2", "3"]
+
+
+# -- acceptance: a writer process, thousands of events, truncations and rotations -------------
+
+WRITER = r"""
+import json, os, random, shutil, sys, time
+
+path, ack, plan = sys.argv[1], sys.argv[2], sys.argv[5]
+count, seed = int(sys.argv[3]), int(sys.argv[4])
+ops = {int(k): v for k, v in json.loads(plan).items()}
+rng = random.Random(seed)
+ROTATION_GAP = 1.0  # rename rotations need no ack, only not two within one reader's poll
+
+
+def acked(last):
+    try:
+        with open(ack) as fh:
+            return int(fh.read() or -1) >= last
+    except (FileNotFoundError, ValueError):
+        return False
+
+
+def wait_ack(last):
+    deadline = time.monotonic() + 60
+    while not acked(last):
+        if time.monotonic() > deadline:
+            sys.exit(f"no ack for {last}")
+        time.sleep(0.002)
+
+
+fh = open(path, "ab", buffering=0)  # O_APPEND: after a truncation, writes land at the new end
+pending = b""
+rotations = 0
+last_rename = 0.0
+for seq in range(count):
+    op = ops.get(seq)
+    if op is not None:
+        if pending:  # complete lines only before the file is cut or moved
+            fh.write(pending)
+            pending = b""
+        if op in ("truncate", "copytruncate"):
+            # Bytes the reader has not read yet would be destroyed: wait until it has them.
+            wait_ack(seq - 1)
+            if op == "copytruncate":
+                shutil.copyfile(path, f"{path}.{rotations}.copy")
+            os.truncate(path, 0)
+        else:  # rename-and-create, no ack
+            time.sleep(max(0.0, last_rename + ROTATION_GAP - time.monotonic()))
+            fh.close()
+            rotations += 1
+            os.rename(path, f"{path}.{rotations}")
+            fh = open(path, "ab", buffering=0)
+            last_rename = time.monotonic()
+    pending += json.dumps({"seq": seq, "pad": "x" * rng.randrange(0, 80)}).encode() + b"\n"
+    while pending and rng.random() < 0.6:  # random chunk sizes: lines split across writes
+        cut = rng.randint(1, len(pending))
+        fh.write(pending[:cut])
+        pending = pending[cut:]
+    if rng.random() < 0.03:
+        time.sleep(rng.uniform(0, 0.005))
+fh.write(pending)
+fh.close()
+"""
+
+PLAN = {
+    "700": "truncate",
+    "1200": "rename",
+    "1700": "copytruncate",
+    "2400": "rename",
+    "3100": "truncate",
+    "3600": "copytruncate",
+    "4300": "rename",
+}
+
+
+class Acceptance:
+    """Reader side: a LiveSource fed by the real watcher; acknowledges the last seq it has."""
+
+    def __init__(self, tmp_path: Path, count: int) -> None:
+        self.path = tmp_path / "logs" / "run.log"
+        self.path.parent.mkdir()
+        self.ack = tmp_path / "ack"
+        self.count = count
+        self.path.write_bytes(b"")
+        session = Session()
+        session.add_source(str(self.path), SEQ.name)
+        self.live = LiveSource(self.path, SEQ, session, 0)
+        self.seqs: list[int] = []
+        self.changes: list[Change] = []
+        self.writer: subprocess.Popen[bytes] | None = None
+
+    def start_writer(self, plan: dict[str, str], seed: int) -> None:
+        args = [str(self.path), str(self.ack), str(self.count), str(seed), json.dumps(plan)]
+        self.writer = subprocess.Popen([sys.executable, "-c", WRITER, *args])
+
+    def take(self, chunks: list[Chunk]) -> bool:
+        """Apply a batch; True once every event has been seen."""
+        self.changes += [c.change for c in chunks if c.change is not Change.DATA]
+        before = len(self.seqs)
+        for event in self.live.apply(chunks):
+            if isinstance(event, LogLine):
+                self.seqs.append(int(event.text))
+        if len(self.seqs) != before:
+            tmp = self.ack.with_suffix(".tmp")
+            tmp.write_text(str(self.seqs[-1]))
+            os.replace(tmp, self.ack)
+        return len(self.seqs) >= self.count
+
+    def check(self, plan: dict[str, str]) -> None:
+        assert self.writer is not None
+        assert self.writer.wait(timeout=WAIT) == 0
+        assert self.seqs == list(range(self.count))  # none lost, none duplicated, in order
+        assert self.live.session.issues == []
+        expected = {
+            Change.TRUNCATED: sum(1 for op in plan.values() if op != "rename"),
+            Change.ROTATED: sum(1 for op in plan.values() if op == "rename"),
+        }
+        assert {c: self.changes.count(c) for c in expected} == expected
+        assert set(self.changes) <= set(expected)
+
+    def kill(self) -> None:
+        if self.writer is not None and self.writer.poll() is None:
+            self.writer.kill()
+            self.writer.wait()
+
+
+async def _accept_async(tmp_path: Path, count: int, plan: dict[str, str], **kwargs: Any) -> None:
+    reader = Acceptance(tmp_path, count)
+    stop = asyncio.Event()
+    timer = asyncio.get_running_loop().call_later(WAIT, stop.set)
+    try:
+        stream = follow(reader.path, stop_event=stop, **kwargs)
+        async with contextlib.aclosing(stream):
+            reader.start_writer(plan, seed=count)
+            async for chunks in stream:
+                if reader.take(chunks):
+                    stop.set()
+        reader.check(plan)
+    finally:
+        timer.cancel()
+        reader.kill()
+
+
+async def test_acceptance_writer_process_async_follow(tmp_path: Path) -> None:
+    await _accept_async(tmp_path, 5000, PLAN)
+
+
+async def test_acceptance_writer_process_forced_polling(tmp_path: Path) -> None:
+    plan = {"300": "truncate", "600": "rename", "900": "copytruncate", "1200": "rename"}
+    await _accept_async(tmp_path, 1500, plan, force_polling=True)
+
+
+def test_acceptance_writer_process_follow_sync(tmp_path: Path) -> None:
+    plan = {"400": "copytruncate", "800": "rename", "1300": "truncate", "1700": "rename"}
+    reader = Acceptance(tmp_path, 2000)
+    stop = threading.Event()
+    timer = threading.Timer(WAIT, stop.set)
+    timer.start()
+    try:
+        with FileFollower(reader.path) as follower:
+            reader.start_writer(plan, seed=2000)
+            for chunks in follow_sync(reader.path, stop, follower=follower):
+                if reader.take(chunks):
+                    stop.set()
+        reader.check(plan)
+    finally:
+        timer.cancel()
+        reader.kill()
+
+
+def test_live_does_not_load_the_ui() -> None:
+    script = "import inspector.live, sys, json; print(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run(
+        [sys.executable, "-c", script], check=True, capture_output=True, text=True
+    ).stdout
+    assert not {"textual", "rich"} & {m.split(".")[0] for m in json.loads(out)}
