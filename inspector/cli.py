@@ -46,6 +46,12 @@ def build_parser() -> argparse.ArgumentParser:
     stats.add_argument("--format", "-F", dest="format_name", help="force an input format")
     stats.add_argument("--json", action="store_true", help="print one JSON object per session")
     stats.add_argument(
+        "--follow",
+        "-f",
+        action="store_true",
+        help="keep reading the file as it grows; print an updated summary on each change",
+    )
+    stats.add_argument(
         "--merge",
         action="store_true",
         help="read several streams of one run (stdout and stderr) as one session",
@@ -157,6 +163,8 @@ def _stats(args: argparse.Namespace) -> int:
     from inspector.core.stats import RunFacts, summarize
     from inspector.loader import open_inputs
 
+    if args.follow:
+        return _follow_stats(args)
     results = []
     opened = open_inputs(
         args.files,
@@ -174,6 +182,54 @@ def _stats(args: argparse.Namespace) -> int:
         results.append(summary)
     _emit(results, args.json, _render_stats)
     return 0
+
+
+def _follow_stats(args: argparse.Namespace) -> int:
+    """``stats --follow``: a summary now, and a new one after every change, until Ctrl+C."""
+    import threading
+
+    from inspector.core.session import Session
+    from inspector.core.stats import RunFacts, summarize
+    from inspector.errors import InputError
+    from inspector.live import follow_stats
+    from inspector.loader import calibrate, counter_for, resolve_format
+
+    if len(args.files) != 1 or args.merge:
+        raise InputError("one file at a time", "--follow reads a single file")
+    path = args.files[0]
+    spec = resolve_format(path, args.format_name) if path.exists() else _forced(args, path)
+    profile = _profile_factory(args)(spec)
+    counter = counter_for(profile)
+    stop = threading.Event()
+
+    def show(session: Session) -> None:
+        summary = summarize(
+            session,
+            calibrate(profile, session),
+            RunFacts(path=str(path), format=spec.name, tokenizer=counter.info.label),
+        )
+        _emit([summary], args.json, _render_stats)
+        if not args.json:
+            print(flush=True)
+        sys.stdout.flush()
+
+    try:
+        follow_stats(
+            path, spec, profile, show, stop, count_exact=not args.no_exact, counter=counter
+        )
+    except KeyboardInterrupt:
+        stop.set()
+    return 0
+
+
+def _forced(args: argparse.Namespace, path: Path) -> Any:
+    """A file that does not exist yet can be followed when its format is given."""
+    from inspector.errors import InputError
+    from inspector.formats.registry import get_format
+
+    if not args.format_name:
+        raise InputError("file not found", f"{path} (to wait for it, name its --format)")
+    return get_format(args.format_name)
 
 
 def _engine(args: argparse.Namespace) -> int:

@@ -196,3 +196,35 @@ def test_demo_runs_and_shows_every_kind_of_event(capsys) -> None:
     assert data["final_turns"][0]["reason"] == "context"
     zones = [c["to"] for c in data["zone_crossings"]]
     assert "warning" in zones
+
+
+def test_stats_follow_prints_a_new_summary_after_each_change(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    path = tmp_path / "live.jsonl"
+    path.write_text('{"role": "user", "content": "hello"}\n')
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "inspector", "stats", "--follow", "--json", "--no-exact", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        first = json.loads(proc.stdout.readline())
+        assert first["messages_total"] == 1
+        with path.open("a") as fh:
+            fh.write('{"role": "assistant", "content": "hi th')  # a partial line is held
+            fh.flush()
+            time.sleep(0.3)
+            fh.write('ere"}\n')
+        second = json.loads(proc.stdout.readline())
+        assert second["messages_total"] == 2
+        assert second["steps"] == 1
+        assert second["parse_issues"] == 0
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=20)
+    assert proc.returncode in (0, 130)
+    assert "Traceback" not in (proc.stderr.read() if proc.stderr else "")

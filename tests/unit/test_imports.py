@@ -28,6 +28,11 @@ def _loaded_after(code: str) -> set[str]:
         "inspector.core.stats",
         "inspector.formats.registry",
         "inspector.sources.reader",
+        "inspector.sources.follow",
+        "inspector.live",
+        "inspector.commands",
+        "inspector.core.replay",
+        "inspector.core.explain",
         "inspector.loader",
     ],
 )
