@@ -183,7 +183,23 @@ def _open_one(
     if spec.snapshot is not None and (spec.parser is None or path.is_dir()):
         return _open_snapshot(path, spec, profile, count_exact)
     loaded = load_session(path, profile, format_spec=spec, count_exact=count_exact)
-    return [loaded, *split_threads(loaded)]
+    return _with_threads(loaded)
+
+
+def _with_threads(loaded: LoadedSession) -> list[LoadedSession]:
+    """The session and one per sub-thread; a main timeline left empty (every conversation
+    in its own thread, as in an evaluation output) is not listed."""
+    subs = split_threads(loaded)
+    if subs and not _has_main_content(loaded.session):
+        return subs
+    return [loaded, *subs]
+
+
+def _has_main_content(session: Session) -> bool:
+    if session.steps:
+        return True
+    threads = session.table.threads
+    return any(threads[code] == MAIN_THREAD for code in session.table.thread)
 
 
 def _open_snapshot(
@@ -203,7 +219,7 @@ def _open_snapshot(
         loaded = LoadedSession(
             session, path, spec, profile, counter, None, label=snap.label, paths=[path]
         )
-        out.extend([loaded, *split_threads(loaded)])
+        out.extend(_with_threads(loaded))
     return out
 
 

@@ -95,6 +95,7 @@ FORMAT_MODULES: tuple[str, ...] = (
     "inspector.formats.native",
     "inspector.formats.claude_code",
     "inspector.formats.codex",
+    "inspector.formats.codex_exec",
     "inspector.formats.baseagent",
     "inspector.formats.aiagent",
     "inspector.formats.goagent",

@@ -1,0 +1,118 @@
+"""Codex CLI's `codex exec --json` stdout: thread / turn / item events, one per line.
+
+The same event stream BaseAgent copies (see ``baseagent.py``), written by Codex itself with
+compact JSON and more item types. Items are the context: ``reasoning`` (thinking, which opens
+a model response), ``agent_message``, ``command_execution``, ``mcp_tool_call``, ``file_change``
+and ``web_search`` (tool calls and their results); ``todo_list`` and unknown items are kept as
+log lines. Usage appears only on ``turn.completed`` and is summed over every request of the
+turn, so it is kept as session information, never as a context size: for per-request figures
+read the rollout file instead (the ``codex`` format).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import orjson
+
+from inspector.core.model import (
+    Event,
+    Message,
+    MessageAdded,
+    MessageKind,
+    Part,
+    PartType,
+    RequestSent,
+    Role,
+    SourceSpan,
+)
+from inspector.formats.baseagent import BaseAgentEventsParser
+from inspector.formats.registry import FormatSpec, Head, register
+
+_TOOL_ITEMS = ("mcp_tool_call", "file_change", "web_search")
+
+
+class CodexExecParser(BaseAgentEventsParser):
+    format_name = "codex-exec"
+
+    def __init__(self, source: int = 0, path: str = "") -> None:
+        super().__init__(source, path)
+        self._seen: set[str] = set()  # tool items whose call was already emitted
+
+    def _item(self, kind: str, item: dict[str, Any], span: SourceSpan, raw: bytes) -> list[Event]:
+        item_type = item.get("type")
+        item_id = item.get("id") if isinstance(item.get("id"), str) else f"line-{span.line}"
+        if item_type == "reasoning" and kind == "item.completed":
+            text = item.get("text")
+            out: list[Event] = [] if self._after_text else [RequestSent(span=span)]
+            self._after_text = True  # the calls that follow belong to the same response
+            message = Message(
+                id=str(item_id),
+                role=Role.ASSISTANT,
+                parts=(Part(type=PartType.THINKING, text=text if isinstance(text, str) else ""),),
+            )
+            return [*out, MessageAdded(message=message, span=span)]
+        if item_type in _TOOL_ITEMS:
+            return self._tool_item(kind, str(item_type), str(item_id), item, span)
+        return super()._item(kind, item, span, raw)
+
+    def _tool_item(
+        self, kind: str, item_type: str, item_id: str, item: dict[str, Any], span: SourceSpan
+    ) -> list[Event]:
+        name = item.get("tool") or item.get("server") or item_type
+        arguments = {
+            k: v for k, v in item.items() if k not in ("id", "type", "status", "result", "error")
+        }
+        if kind == "item.started" or (kind == "item.completed" and item_id not in self._seen):
+            self._seen.add(item_id)
+            call: list[Event] = self._call(item_id, f"{name}({json.dumps(arguments)})", span)
+            if kind == "item.started":
+                return call
+        else:
+            call = []
+        result = item.get("result", item.get("error", item.get("changes")))
+        text = result if isinstance(result, str) else orjson.dumps(result).decode()
+        message = Message(
+            id=f"{item_id}:result",
+            role=Role.TOOL,
+            kind=MessageKind.TOOL_RESULT,
+            parts=(
+                Part(
+                    type=PartType.TOOL_RESULT,
+                    text=text,
+                    tool_name=str(name),
+                    call_id=item_id,
+                    is_error=item.get("status") == "failed",
+                ),
+            ),
+        )
+        self._after_text = False
+        return [*call, MessageAdded(message=message, span=span)]
+
+
+def sniff(head: Head) -> float:
+    lines = head.lines[:200]
+    if not lines:
+        return 0.0
+    try:
+        first = orjson.loads(lines[0])
+    except orjson.JSONDecodeError:
+        return 0.0
+    if not isinstance(first, dict) or first.get("type") != "thread.started":
+        return 0.0
+    if not lines[0].startswith('{"type":"thread.started"'):
+        return 0.0  # BaseAgent writes the same event with `type` last and spaced separators
+    return 0.9
+
+
+SPEC = register(
+    FormatSpec(
+        name="codex-exec",
+        description="Codex CLI `codex exec --json` stdout (thread / turn / item events)",
+        reads="the saved stdout of `codex exec --json` (*.jsonl)",
+        parser=CodexExecParser,
+        sniff=sniff,
+        default_profile="codex",
+    )
+)

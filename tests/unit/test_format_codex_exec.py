@@ -1,0 +1,103 @@
+"""codex exec --json stdout: items as context, turn usage as a total, never a context size."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from inspector.core.model import (
+    MessageAdded,
+    MessageKind,
+    ParseIssue,
+    PartType,
+    RequestSent,
+    SessionInfo,
+    UsageReported,
+)
+from inspector.formats import registry
+from inspector.formats.codex_exec import CodexExecParser
+
+DATA = Path(__file__).parents[1] / "data" / "codex_exec"
+
+
+def parse(data: bytes) -> list:
+    parser = CodexExecParser(0, "exec.jsonl")
+    return [*parser.feed(data), *parser.finish()]
+
+
+def test_typical_run_maps_items_to_messages_and_requests() -> None:
+    events = parse((DATA / "typical.jsonl").read_bytes())
+    assert not [e for e in events if isinstance(e, ParseIssue)]
+    messages = [e.message for e in events if isinstance(e, MessageAdded)]
+    kinds = [(m.role.value, m.kind.value) for m in messages]
+    assert kinds == [
+        ("assistant", "message"),  # reasoning
+        ("assistant", "tool_call"),
+        ("tool", "tool_result"),
+        ("assistant", "message"),  # reasoning
+        ("assistant", "tool_call"),  # mcp call
+        ("tool", "tool_result"),
+        ("assistant", "tool_call"),  # file change
+        ("tool", "tool_result"),
+        ("assistant", "message"),
+    ]
+    assert messages[0].parts[0].type is PartType.THINKING
+    results = [m for m in messages if m.kind is MessageKind.TOOL_RESULT]
+    assert results[0].parts[0].is_error  # exit code 1
+    assert results[1].parts[0].text == "flush() writes the held line"
+    assert "src/parser.py" in results[2].parts[0].text
+    # a request per model response: reasoning + call share one; the file change and the
+    # final message follow tool output, so each opens a response
+    assert sum(isinstance(e, RequestSent) for e in events) == 4
+    assert not [e for e in events if isinstance(e, UsageReported)]  # turn totals only
+    info = [e for e in events if isinstance(e, SessionInfo) and e.extra.get("turn_usage")]
+    assert info[0].extra["turn_usage"]["input_tokens"] == 24100
+
+
+def test_chunked_feeding_gives_the_same_events() -> None:
+    data = (DATA / "typical.jsonl").read_bytes()
+    rng = random.Random(3)
+    parser = CodexExecParser(0, "exec.jsonl")
+    events = []
+    i = 0
+    while i < len(data):
+        n = rng.randint(1, 40)
+        events.extend(parser.feed(data[i : i + n]))
+        i += n
+    events.extend(parser.finish())
+    assert events == parse(data)
+
+
+def test_detected_and_not_confused_with_baseagent(tmp_path: Path) -> None:
+    assert registry.detect(DATA / "typical.jsonl").name == "codex-exec"
+    base = tmp_path / "base.jsonl"
+    base.write_text('{"thread_id": "sess_1737150615123", "type": "thread.started"}\n'
+                    '{"type": "turn.started"}\n')
+    assert registry.detect(base).name == "baseagent-events"
+
+
+def test_a_malformed_line_is_an_issue_and_the_rest_is_read() -> None:
+    data = (DATA / "typical.jsonl").read_bytes().replace(b'{"type":"turn.started"}',
+                                                          b'{"type":"turn.sta')
+    events = parse(data)
+    issues = [e for e in events if isinstance(e, ParseIssue)]
+    assert len(issues) == 1 and issues[0].line == 2
+    assert sum(isinstance(e, MessageAdded) for e in events) == 9
+
+
+@pytest.mark.corpus
+def test_the_real_exec_stdout(corpus: Path) -> None:
+    path = corpus / "realruns/codex/manual-compact-tui/exec-json.stdout.1.jsonl"
+    assert registry.detect(path).name == "codex-exec"
+    events = parse(path.read_bytes())
+    assert not [e for e in events if isinstance(e, ParseIssue)]
+    import json
+
+    lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    commands = {x["item"]["id"] for x in lines
+                if x["type"].startswith("item.") and x["item"]["type"] == "command_execution"}
+    results = [e for e in events if isinstance(e, MessageAdded)
+               and e.message.kind is MessageKind.TOOL_RESULT]
+    assert len(results) == len(commands)
