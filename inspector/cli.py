@@ -330,6 +330,7 @@ def _demo(args: argparse.Namespace) -> int:
             json=args.json,
             no_exact=False,
             merge=False,
+            follow=False,
         )
         return _stats(ns)
 
