@@ -20,9 +20,12 @@ from inspector.core.model import (
     Compacted,
     ContextMeasured,
     ContextReset,
+    DebugTopic,
     Event,
     FinalTurnForced,
     GuardEvaluated,
+    LogLine,
+    Marker,
     Message,
     MessageAdded,
     MessageKind,
@@ -47,6 +50,25 @@ _ROLES = list(Role)
 _KINDS = list(MessageKind)
 _ROLE_CODE = {r: i for i, r in enumerate(_ROLES)}
 _KIND_CODE = {k: i for i, k in enumerate(_KINDS)}
+# Event types (exactly these classes) that ``append`` stores with nothing else to note, and
+# those that change nothing in the derived state.
+_PLAIN: frozenset[type] = frozenset(
+    {
+        RequestSent,
+        UsageReported,
+        LogLine,
+        ContextMeasured,
+        GuardEvaluated,
+        Pruned,
+        Compacted,
+        ContextReset,
+        ToolOutputChanged,
+        FinalTurnForced,
+        DebugTopic,
+        Marker,
+    }
+)
+_INERT: frozenset[type] = frozenset({LogLine, ParseIssue, SessionInfo, Marker, DebugTopic})
 
 
 class Flag(IntFlag):
@@ -57,6 +79,48 @@ class Flag(IntFlag):
     TRUNCATED = 8
     REMOVED = 16  # taken out of context by a compaction
     INLINE = 32  # body kept in memory (no span to read it back from)
+
+
+# The same bits as plain ints: IntFlag arithmetic is slow on the per-message paths.
+_VISIBLE = int(Flag.VISIBLE)
+_PRUNED = int(Flag.PRUNED)
+_DROPPED = int(Flag.DROPPED)
+_TRUNCATED = int(Flag.TRUNCATED)
+_REMOVED = int(Flag.REMOVED)
+_INLINE = int(Flag.INLINE)
+_FLAGS: list[Flag] = []  # Flag(n) for every byte value, built on first use
+
+
+def _flag(value: int) -> Flag:
+    if not _FLAGS:
+        _FLAGS.extend(Flag(n) for n in range(256))
+    return _FLAGS[value]
+
+
+_new = object.__new__
+_setattr = object.__setattr__
+_SPAN_FIELDS = {"source", "offset", "length", "line"}
+
+
+_span_checked: list[bool] = []  # whether building spans without validation gives the same
+
+
+def _span(source: int, offset: int, length: int, line: int) -> SourceSpan:
+    """A SourceSpan from the table's own columns, built without re-validating them (checked
+    once against the validating constructor; on a difference it validates from then on)."""
+    if _span_checked and not _span_checked[0]:
+        return SourceSpan(source=source, offset=offset, length=length, line=line)
+    span = _new(SourceSpan)
+    _setattr(span, "__dict__", {"source": source, "offset": offset, "length": length, "line": line})
+    _setattr(span, "__pydantic_fields_set__", _SPAN_FIELDS)
+    _setattr(span, "__pydantic_extra__", None)
+    _setattr(span, "__pydantic_private__", None)
+    if not _span_checked:
+        reference = SourceSpan(source=source, offset=offset, length=length, line=line)
+        _span_checked.append(span == reference and repr(span) == repr(reference))
+        if not _span_checked[0]:
+            return reference
+    return span
 
 
 class Counter(Protocol):
@@ -239,6 +303,7 @@ class Session:
         self.sources: list[SourceInfo] = []
         self.table = MessageTable()
         self._events: list[Event | int] = []  # a message event is stored as its table index
+        self._non_message = array("q")  # indices of the events that are not messages
         self._inline: dict[int, Message] = {}
         self._bodies: OrderedDict[int, Message] = OrderedDict()
         self._cache_size = cache_size
@@ -275,9 +340,9 @@ class Session:
         return iter(self._events)
 
     def non_message_events(self) -> Iterator[tuple[int, Event]]:
-        for i, item in enumerate(self._events):
-            if not isinstance(item, int):
-                yield i, item
+        indices = self._non_message
+        events = map(self._events.__getitem__, indices)
+        return zip(indices, events, strict=False)  # type: ignore[arg-type]
 
     def record(self, index: int) -> MessageRecord:
         t = self.table
@@ -287,11 +352,7 @@ class Session:
         reported = t.reported[index]
         removed = t.step_removed[index]
         span = (
-            SourceSpan(
-                source=source, offset=t.offset[index], length=t.length[index], line=t.line[index]
-            )
-            if source >= 0
-            else None
+            _span(source, t.offset[index], t.length[index], t.line[index]) if source >= 0 else None
         )
         return MessageRecord(
             index=index,
@@ -304,7 +365,7 @@ class Session:
             estimate=t.estimate[index],
             exact=exact if exact >= 0 else None,
             reported=reported if reported >= 0 else None,
-            flags=Flag(t.flags[index]),
+            flags=_flag(t.flags[index]),
             step_added=t.step_added[index],
             step_removed=removed if removed >= 0 else None,
             event_index=t.event_index[index],
@@ -312,8 +373,40 @@ class Session:
         )
 
     def records(self) -> Iterator[MessageRecord]:
-        for i in range(len(self.table)):
-            yield self.record(i)
+        t = self.table
+        ids, role, kind, threads, thread = t.ids, t.role, t.kind, t.threads, t.thread
+        tools, tool, chars, estimate, exact = t.tools, t.tool, t.chars, t.estimate, t.exact
+        reported, flags, added, removed = t.reported, t.flags, t.step_added, t.step_removed
+        event_index, source, offset, length, line = (
+            t.event_index,
+            t.source,
+            t.offset,
+            t.length,
+            t.line,
+        )
+        for i in range(len(t)):
+            code = tool[i]
+            where = source[i]
+            n_exact = exact[i]
+            n_reported = reported[i]
+            gone = removed[i]
+            yield MessageRecord(
+                i,
+                ids[i],
+                _ROLES[role[i]],
+                _KINDS[kind[i]],
+                threads[thread[i]],
+                tools[code] if code >= 0 else None,
+                chars[i],
+                estimate[i],
+                n_exact if n_exact >= 0 else None,
+                n_reported if n_reported >= 0 else None,
+                _flag(flags[i]),
+                added[i],
+                gone if gone >= 0 else None,
+                event_index[i],
+                _span(where, offset[i], length[i], line[i]) if where >= 0 else None,
+            )
 
     def body(self, index: int) -> Message:
         """The full message, read back from its input when it is not held in memory."""
@@ -386,13 +479,24 @@ class Session:
         """Add a batch of events in order; returns how many were added."""
         batch = list(events)
         start_messages = len(self.table)
+        add_message = self._add_message
+        stored = self._events
+        store = stored.append
+        note = self._non_message.append
         for event in batch:
-            if isinstance(event, MessageAdded):
-                self._add_message(event)
+            kind = type(event)
+            if kind is MessageAdded:
+                add_message(event)  # type: ignore[arg-type]
+            elif kind in _PLAIN:
+                note(len(stored))
+                store(event)
+            elif isinstance(event, MessageAdded):
+                add_message(event)
             else:
-                self._events.append(event)
+                note(len(stored))
+                store(event)
                 if isinstance(event, ParseIssue):
-                    self.issues.append(len(self._events) - 1)
+                    self.issues.append(len(stored) - 1)
                 elif isinstance(event, SessionInfo):
                     self._note_info(event)
         if self.count_exact:
@@ -404,17 +508,19 @@ class Session:
         message = event.message
         t = self.table
         index = len(t)
-        t.ids.append(message.id)
-        t.index_of[message.id] = index
+        mid = message.id
+        t.ids.append(mid)
+        t.index_of[mid] = index
         t.role.append(_ROLE_CODE[message.role])
         t.kind.append(_KIND_CODE[message.kind])
-        flags = Flag.VISIBLE if message.visible else Flag.NONE
+        flags = _VISIBLE if message.visible else 0
         span = event.span
         if span is None or self.body_reader is None:
-            flags |= Flag.INLINE
+            flags |= _INLINE
             self._inline[index] = message
-        t.flags.append(int(flags))
-        t.thread.append(t.intern_thread(message.thread))
+        t.flags.append(flags)
+        thread = t._thread_code.get(message.thread)
+        t.thread.append(thread if thread is not None else t.intern_thread(message.thread))
         t.tool.append(t.intern_tool(message.tool_name))
         t.chars.append(len(message.text))
         t.estimate.append(self.estimator(message))
@@ -464,21 +570,30 @@ class Session:
         self._open = StepState(step=1, first_event=0, last_event=-1)
         t = self.table
         for i in range(len(t)):
-            t.flags[i] &= ~int(Flag.PRUNED | Flag.REMOVED | Flag.DROPPED | Flag.TRUNCATED)
+            t.flags[i] &= ~(_PRUNED | _REMOVED | _DROPPED | _TRUNCATED)
             t.step_removed[i] = -1
         self._derive(0)
 
     def _derive(self, start: int) -> None:
         run = self._run
         t = self.table
-        for index in range(start, len(self._events)):
-            item = self._events[index]
+        events = self._events
+        flags = t.flags
+        thread_of = t.thread
+        step_added = t.step_added
+        main = t._thread_code.get(MAIN_THREAD, -1)
+        count_in = self._count_in
+        for index in range(start, len(events)):
+            item = events[index]
             self._open.last_event = index
-            if isinstance(item, int):
-                t.step_added[item] = self._open.step
-                if t.flags[item] & Flag.VISIBLE and t.threads[t.thread[item]] == MAIN_THREAD:
-                    run.live[item] = None
-                    self._count_in(item, +1)
+            kind = type(item)
+            if kind is int:
+                step_added[item] = self._open.step  # type: ignore[index]
+                if flags[item] & _VISIBLE and thread_of[item] == main:  # type: ignore[index]
+                    run.live[item] = None  # type: ignore[index]
+                    count_in(item, +1)  # type: ignore[arg-type]
+                continue
+            if kind in _INERT:
                 continue
             event = item
             if isinstance(event, RequestSent):
@@ -534,7 +649,7 @@ class Session:
     def _count_in(self, index: int, sign: int) -> None:
         run = self._run
         t = self.table
-        pruned = t.flags[index] & Flag.PRUNED
+        pruned = t.flags[index] & _PRUNED
         run.estimated += sign * (self._marker_estimate if pruned else t.estimate[index])
         exact = t.exact[index]
         if pruned:
@@ -563,7 +678,7 @@ class Session:
                 keep[index] = None
                 continue
             self._count_in(index, -1)
-            t.flags[index] |= Flag.REMOVED
+            t.flags[index] |= _REMOVED
             t.step_removed[index] = self._open.step
         run.live = keep
 
@@ -583,18 +698,18 @@ class Session:
                 keep[index] = None
                 continue
             self._count_in(index, -1)
-            t.flags[index] |= Flag.REMOVED
+            t.flags[index] |= _REMOVED
             t.step_removed[index] = self._open.step
         run.live = keep
 
     def _prune(self, message_id: str) -> None:
         index = self.table.index_of.get(message_id)
-        if index is None or self.table.flags[index] & Flag.PRUNED:
+        if index is None or self.table.flags[index] & _PRUNED:
             return
         live = index in self._run.live
         if live:
             self._count_in(index, -1)
-        self.table.flags[index] |= Flag.PRUNED
+        self.table.flags[index] |= _PRUNED
         if live:
             self._count_in(index, +1)
 
@@ -655,7 +770,7 @@ class Session:
         out = []
         main = t._thread_code.get(MAIN_THREAD)
         for i in range(len(t)):
-            if t.step_added[i] > step or not t.flags[i] & Flag.VISIBLE or t.thread[i] != main:
+            if t.step_added[i] > step or not t.flags[i] & _VISIBLE or t.thread[i] != main:
                 continue
             removed = t.step_removed[i]
             if removed >= 0 and removed <= step:

@@ -11,14 +11,91 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import orjson
+from pydantic import BaseModel
 
 from inspector.core.model import Event, Message, MessageAdded, ParseIssue, SourceSpan
 
 EXCERPT_CHARS = 120
 DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
+
+M = TypeVar("M", bound=BaseModel)
+
+
+# ------------------------------------------------------------------------------------------
+# Building models from values the caller made itself
+
+_new = object.__new__
+_setattr = object.__setattr__
+
+
+_SHAPES: dict[type[BaseModel], tuple[set[str], list[bool]]] = {}
+
+
+def trusted(cls: type[M], data: dict[str, Any]) -> M:
+    """``cls(**data)`` without validation, for values the caller made itself and knows to be
+    valid, ``data`` holding every field of ``cls`` in field order.
+
+    What ``model_construct`` does, without its per-field Python loop, and with one shared
+    ``model_fields_set`` per class. Readers use it on their hot path. The first object of each
+    class is compared with the validated one; should they differ (the model gained a field, or
+    another pydantic), that class is validated from then on.
+    """
+    shape = _SHAPES.get(cls)
+    if shape is None:
+        shape = _SHAPES[cls] = (set(cls.model_fields), [])
+    fields_set, checked = shape
+    if checked and not checked[0]:
+        return cls(**data)
+    obj = _new(cls)
+    _setattr(obj, "__dict__", data)
+    _setattr(obj, "__pydantic_fields_set__", fields_set)
+    _setattr(obj, "__pydantic_extra__", None)
+    _setattr(obj, "__pydantic_private__", None)
+    if not checked:
+        same = _same(obj, cls, data)
+        checked.append(same)
+        if not same:
+            return cls(**data)
+    return obj
+
+
+def _same(obj: BaseModel, cls: type[BaseModel], values: dict[str, Any]) -> bool:
+    try:
+        reference = cls(**values)
+        return (
+            obj == reference
+            and list(obj.__dict__) == list(reference.__dict__)
+            and obj.model_fields_set == reference.model_fields_set
+            and repr(obj) == repr(reference)
+        )
+    except Exception:
+        return False
+
+
+_SPAN_FIELDS = {"source", "offset", "length", "line"}
+_span_trusted: bool | None = None
+
+
+def make_span(source: int, offset: int, length: int, line: int) -> SourceSpan:
+    """``SourceSpan(source=..., offset=..., length=..., line=...)``, built without validation
+    (one per input line: the hot path of every line reader). Checked like ``trusted``."""
+    global _span_trusted
+    if _span_trusted is False:
+        return SourceSpan(source=source, offset=offset, length=length, line=line)
+    span = _new(SourceSpan)
+    _setattr(span, "__dict__", {"source": source, "offset": offset, "length": length, "line": line})
+    _setattr(span, "__pydantic_fields_set__", _SPAN_FIELDS)
+    _setattr(span, "__pydantic_extra__", None)
+    _setattr(span, "__pydantic_private__", None)
+    if _span_trusted is None:
+        values = {"source": source, "offset": offset, "length": length, "line": line}
+        _span_trusted = _same(span, SourceSpan, values)
+        if not _span_trusted:
+            return SourceSpan(**values)
+    return span
 
 
 def excerpt(data: bytes | str, limit: int = EXCERPT_CHARS) -> str:
@@ -141,9 +218,7 @@ class LineParser(Parser):
 
     def _emit_line(self, line: bytes, length: int, skipped: bool, out: list[Event]) -> None:
         self._line_no += 1
-        span = SourceSpan(
-            source=self.source, offset=self._offset, length=length, line=self._line_no
-        )
+        span = make_span(self.source, self._offset, length, self._line_no)
         if skipped:
             out.append(
                 self.issue(

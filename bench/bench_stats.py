@@ -1,0 +1,200 @@
+"""Benchmark: `ctx-inspect stats --no-exact` on a big Claude Code transcript against a bare read.
+
+Measures, in one process and in alternating order (three runs each, medians):
+
+- reference: read the file line by line and ``orjson.loads`` every line;
+- ours:      what ``stats`` does without tokenizing: ``load_session(path, profile,
+  format_spec=claude-code, count_exact=False)`` then ``summarize(...)``.
+
+and, in a fresh subprocess, the peak memory (``ru_maxrss`` and ``/proc`` ``VmHWM``) of one
+``ours`` run. Targets: ours <= 1.5 x reference; peak memory <= 300 MB.
+
+The claude-code profile estimates with the "exact" rule, which calls the tokenizer for every
+message even with ``count_exact=False`` (the loader hands the estimator its counter either way).
+So "ours" is measured twice: ``--estimator as-is`` keeps the profile as it is (each run gets a
+fresh counter, so no run reuses another's cached counts); ``--estimator chars4`` sets
+``estimator=chars4``, which is what stats without tokenizing does once the estimator gets no
+counter under ``count_exact=False``. Both are printed; the default measures both.
+
+    .venv/bin/python bench/gen_claude_code.py   # once, writes the 1 GiB file to bench/data/
+    .venv/bin/python bench/bench_stats.py [--file PATH] [--runs 3] [--estimator both|as-is|chars4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from inspector.config import build_profile
+from inspector.core.profiles import Profile
+from inspector.core.stats import RunFacts, summarize
+from inspector.core.tokens import TokenCounter
+from inspector.formats.registry import get_format
+from inspector.loader import counter_for, load_session
+
+DEFAULT_FILE = Path(__file__).parent / "data" / "claude_code_1024m_seed7.jsonl"
+TARGET_RATIO = 1.5
+TARGET_MB = 300.0
+
+
+def reference(path: Path) -> int:
+    lines = 0
+    loads = orjson.loads
+    with path.open("rb") as fh:
+        for line in fh:
+            loads(line)
+            lines += 1
+    return lines
+
+
+def make_profile(estimator: str) -> Profile:
+    sets = ["estimator=chars4"] if estimator == "chars4" else []
+    return build_profile("claude-code", sets=sets)
+
+
+def ours(path: Path, estimator: str) -> dict[str, Any]:
+    profile = make_profile(estimator)
+    spec = get_format("claude-code")
+    counter = None
+    if estimator == "as-is":  # a fresh cache: no run may reuse another's counts
+        counter = TokenCounter(counter_for(profile).encoding)
+    loaded = load_session(path, profile, format_spec=spec, count_exact=False, counter=counter)
+    facts = RunFacts(str(path), spec.name, loaded.tokenizer_label)
+    return summarize(loaded.session, profile, facts)
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, float]:
+    gc.collect()
+    wall = time.perf_counter()
+    cpu = time.process_time()
+    fn()
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def peak_memory(path: Path, estimator: str) -> dict[str, float]:
+    """Peak RSS of a fresh process running ``ours`` once."""
+    code = (
+        "import json, resource, sys\n"
+        "from pathlib import Path\n"
+        "sys.path.insert(0, sys.argv[3])\n"
+        "from bench_stats import ours, vm_hwm_mb\n"
+        "summary = ours(Path(sys.argv[1]), sys.argv[2])\n"
+        "print(json.dumps({'ru_maxrss_mb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss"
+        " / 1024, 'vm_hwm_mb': vm_hwm_mb(), 'steps': summary['steps'],"
+        " 'messages': summary['messages_total'], 'issues': summary['parse_issues']}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(path), estimator, str(Path(__file__).parent)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def vm_hwm_mb() -> float | None:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--file", type=Path, default=DEFAULT_FILE)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--estimator", choices=("both", "as-is", "chars4"), default="both")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON too")
+    args = parser.parse_args(argv)
+    path: Path = args.file
+    if not path.exists():
+        print(f"{path} is missing: run bench/gen_claude_code.py first", file=sys.stderr)
+        return 2
+    size_mb = path.stat().st_size / 1e6
+    variants = ["chars4", "as-is"] if args.estimator == "both" else [args.estimator]
+
+    # Warm up: page cache, imports, the tokenizer ranks (loaded once per process for the
+    # tokenizer label), so the first timed run pays no one-off cost the others skip.
+    reference(path)
+    counter_for(make_profile("chars4")).info  # noqa: B018 - loads the ranks
+
+    wall: dict[str, list[float]] = {"reference": []}
+    cpu: dict[str, list[float]] = {"reference": []}
+    for variant in variants:
+        wall[variant] = []
+        cpu[variant] = []
+    summary: dict[str, Any] = {}
+    for run in range(args.runs):
+        order = ["reference", *variants]
+        if run % 2:
+            order.reverse()
+        for name in order:
+            if name == "reference":
+                w, c = timed(lambda: reference(path))
+            else:
+
+                def one(variant: str = name) -> None:
+                    summary[variant] = ours(path, variant)
+
+                w, c = timed(one)
+            wall[name].append(w)
+            cpu[name].append(c)
+            print(f"  run {run + 1} {name:>9}: {w:7.2f} s wall, {c:7.2f} s cpu", flush=True)
+
+    memory = {variant: peak_memory(path, variant) for variant in variants}
+    ref_wall = statistics.median(wall["reference"])
+    ref_cpu = statistics.median(cpu["reference"])
+    lines = reference(path)
+    print()
+    print(f"file: {path} ({size_mb:,.0f} MB, {lines:,} lines)")
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cpus, Python {platform.python_version()}"
+    )
+    print(f"reference (read + orjson.loads per line): {ref_wall:.2f} s wall, {ref_cpu:.2f} s cpu")
+    figures: dict[str, Any] = {"file_mb": size_mb, "lines": lines, "reference_s": ref_wall}
+    for variant in variants:
+        w = statistics.median(wall[variant])
+        c = statistics.median(cpu[variant])
+        mem = memory[variant]
+        peak = max(mem["ru_maxrss_mb"], mem.get("vm_hwm_mb") or 0.0)
+        ratio = w / ref_wall
+        label = "ours, profile as is" if variant == "as-is" else "ours, estimator=chars4"
+        print(
+            f"{label}: {w:.2f} s wall ({ratio:.2f}x reference, target <= {TARGET_RATIO}x"
+            f"{' met' if ratio <= TARGET_RATIO else ' missed'}), {c:.2f} s cpu "
+            f"({c / ref_cpu:.2f}x); peak RSS {peak:.0f} MB (target <= {TARGET_MB:.0f} MB"
+            f"{' met' if peak <= TARGET_MB else ' missed'})"
+        )
+        figures[variant] = {
+            "wall_s": w,
+            "cpu_s": c,
+            "ratio": ratio,
+            "cpu_ratio": c / ref_cpu,
+            "peak_mb": peak,
+            "steps": mem["steps"],
+            "messages": mem["messages"],
+            "parse_issues": mem["issues"],
+        }
+    if args.json:
+        print(json.dumps(figures, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
