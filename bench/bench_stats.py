@@ -3,21 +3,14 @@
 Measures, in one process and in alternating order (three runs each, medians):
 
 - reference: read the file line by line and ``orjson.loads`` every line;
-- ours:      what ``stats`` does without tokenizing: ``load_session(path, profile,
-  format_spec=claude-code, count_exact=False)`` then ``summarize(...)``.
+- ours:      exactly what ``ctx-inspect stats --no-exact --json FILE`` computes (the loader with
+  ``count_exact=False, tokenize=False``, then the summary);
 
 and, in a fresh subprocess, the peak memory (``ru_maxrss`` and ``/proc`` ``VmHWM``) of one
 ``ours`` run. Targets: ours <= 1.5 x reference; peak memory <= 300 MB.
 
-The claude-code profile estimates with the "exact" rule, which calls the tokenizer for every
-message even with ``count_exact=False`` (the loader hands the estimator its counter either way).
-So "ours" is measured twice: ``--estimator as-is`` keeps the profile as it is (each run gets a
-fresh counter, so no run reuses another's cached counts); ``--estimator chars4`` sets
-``estimator=chars4``, which is what stats without tokenizing does once the estimator gets no
-counter under ``count_exact=False``. Both are printed; the default measures both.
-
     .venv/bin/python bench/gen_claude_code.py   # once, writes the 1 GiB file to bench/data/
-    .venv/bin/python bench/bench_stats.py [--file PATH] [--runs 3] [--estimator both|as-is|chars4]
+    .venv/bin/python bench/bench_stats.py [--file PATH] [--runs 3]
 """
 
 from __future__ import annotations
@@ -38,11 +31,8 @@ from typing import Any
 import orjson
 
 from inspector.config import build_profile
-from inspector.core.profiles import Profile
 from inspector.core.stats import RunFacts, summarize
-from inspector.core.tokens import TokenCounter
-from inspector.formats.registry import get_format
-from inspector.loader import counter_for, load_session
+from inspector.loader import open_inputs
 
 DEFAULT_FILE = Path(__file__).parent / "data" / "claude_code_1024m_seed7.jsonl"
 TARGET_RATIO = 1.5
@@ -59,20 +49,23 @@ def reference(path: Path) -> int:
     return lines
 
 
-def make_profile(estimator: str) -> Profile:
-    sets = ["estimator=chars4"] if estimator == "chars4" else []
-    return build_profile("claude-code", sets=sets)
-
-
-def ours(path: Path, estimator: str) -> dict[str, Any]:
-    profile = make_profile(estimator)
-    spec = get_format("claude-code")
-    counter = None
-    if estimator == "as-is":  # a fresh cache: no run may reuse another's counts
-        counter = TokenCounter(counter_for(profile).encoding)
-    loaded = load_session(path, profile, format_spec=spec, count_exact=False, counter=counter)
-    facts = RunFacts(str(path), spec.name, loaded.tokenizer_label)
-    return summarize(loaded.session, profile, facts)
+def ours(path: Path, estimator: str = "stats") -> dict[str, Any]:
+    """Exactly what `ctx-inspect stats --no-exact --json FILE` computes."""
+    del estimator  # kept for the subprocess call's signature
+    results = [
+        summarize(
+            loaded.session,
+            loaded.profile,
+            RunFacts(loaded.name, loaded.format.name, loaded.tokenizer_label),
+        )
+        for loaded in open_inputs(
+            [path],
+            lambda spec: build_profile(None, default=spec.default_profile),
+            count_exact=False,
+            tokenize=False,
+        )
+    ]
+    return results[0]
 
 
 def timed(fn: Callable[[], Any]) -> tuple[float, float]:
@@ -119,7 +112,6 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--file", type=Path, default=DEFAULT_FILE)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--estimator", choices=("both", "as-is", "chars4"), default="both")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON too")
     args = parser.parse_args(argv)
     path: Path = args.file
@@ -127,12 +119,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{path} is missing: run bench/gen_claude_code.py first", file=sys.stderr)
         return 2
     size_mb = path.stat().st_size / 1e6
-    variants = ["chars4", "as-is"] if args.estimator == "both" else [args.estimator]
+    variants = ["stats"]
 
-    # Warm up: page cache, imports, the tokenizer ranks (loaded once per process for the
-    # tokenizer label), so the first timed run pays no one-off cost the others skip.
+    # Warm up: page cache and imports, so the first timed run pays no one-off cost.
     reference(path)
-    counter_for(make_profile("chars4")).info  # noqa: B018 - loads the ranks
 
     wall: dict[str, list[float]] = {"reference": []}
     cpu: dict[str, list[float]] = {"reference": []}
@@ -174,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         mem = memory[variant]
         peak = max(mem["ru_maxrss_mb"], mem.get("vm_hwm_mb") or 0.0)
         ratio = w / ref_wall
-        label = "ours, profile as is" if variant == "as-is" else "ours, estimator=chars4"
+        label = "ours (stats --no-exact)"
         print(
             f"{label}: {w:.2f} s wall ({ratio:.2f}x reference, target <= {TARGET_RATIO}x"
             f"{' met' if ratio <= TARGET_RATIO else ' missed'}), {c:.2f} s cpu "

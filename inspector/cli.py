@@ -172,6 +172,7 @@ def _stats(args: argparse.Namespace) -> int:
         format_name=args.format_name,
         count_exact=not args.no_exact,
         merge=args.merge,
+        tokenize=not args.no_exact,
     )
     for loaded in opened:
         summary = summarize(

@@ -43,6 +43,8 @@ class LoadedSession:
 
     @property
     def tokenizer_label(self) -> str:
+        if not self.session.tokenized:
+            return "not used (--no-exact)"  # no need to load a tokenizer to say so
         return self.counter.info.label
 
     @property
@@ -79,13 +81,19 @@ def new_session(
     *,
     count_exact: bool,
     body_reader: Callable[[SourceSpan], Sequence[Message]] | None = None,
+    tokenize: bool = True,
 ) -> Session:
-    return Session(
-        estimator=lambda message: profile.estimate(message, counter),
+    """A session estimating with the profile's rule; with ``tokenize`` off, a rule that counts
+    with a tokenizer falls back to characters / 4 (``stats --no-exact``: nothing is loaded)."""
+    estimator_counter = counter if tokenize else None
+    session = Session(
+        estimator=lambda message: profile.estimate(message, estimator_counter),
         counter=counter,
         count_exact=count_exact and counter.info.exact,
         body_reader=body_reader,
     )
+    session.tokenized = tokenize or session.count_exact
+    return session
 
 
 def load_session(
@@ -95,6 +103,7 @@ def load_session(
     format_spec: FormatSpec,
     count_exact: bool = True,
     counter: TokenCounter | None = None,
+    tokenize: bool = True,
 ) -> LoadedSession:
     """Read a whole saved stream input into a new session."""
     counter = counter or counter_for(profile)
@@ -103,7 +112,9 @@ def load_session(
     def read_back(span: SourceSpan) -> list[Message]:
         return parser.messages_at(read_span(path, span.offset, span.length), span)
 
-    session = new_session(profile, counter, count_exact=count_exact, body_reader=read_back)
+    session = new_session(
+        profile, counter, count_exact=count_exact, body_reader=read_back, tokenize=tokenize
+    )
     session.add_source(str(path), format_spec.name)
     try:
         for chunk in iter_chunks(path):
@@ -153,22 +164,29 @@ def open_inputs(
     format_name: str | None = None,
     count_exact: bool = True,
     merge: bool = False,
+    tokenize: bool = True,
 ) -> list[LoadedSession]:
     """Every session the paths hold, each read with the profile chosen for its format."""
     if merge and len(paths) > 1:
-        merged = merge_streams(paths, profile_for, format_name=format_name, count_exact=count_exact)
+        merged = merge_streams(
+            paths, profile_for, format_name=format_name, count_exact=count_exact, tokenize=tokenize
+        )
         merged.profile = calibrate(merged.profile, merged.session)
         return [merged]
     out: list[LoadedSession] = []
     for path in paths:
-        out.extend(_open_one(path, profile_for, format_name, count_exact))
+        out.extend(_open_one(path, profile_for, format_name, count_exact, tokenize))
     for loaded in out:
         loaded.profile = calibrate(loaded.profile, loaded.session)
     return out
 
 
 def _open_one(
-    path: Path, profile_for: ProfileFactory, format_name: str | None, count_exact: bool
+    path: Path,
+    profile_for: ProfileFactory,
+    format_name: str | None,
+    count_exact: bool,
+    tokenize: bool = True,
 ) -> list[LoadedSession]:
     spec = resolve_format(path, format_name)
     if spec.expand is not None and path.is_dir():
@@ -177,12 +195,14 @@ def _open_one(
             raise InputError("no sessions", f"{path} holds no {spec.name} sessions")
         out: list[LoadedSession] = []
         for file in files:
-            out.extend(_open_one(file, profile_for, None, count_exact))
+            out.extend(_open_one(file, profile_for, None, count_exact, tokenize))
         return out
     profile = profile_for(spec)
     if spec.snapshot is not None and (spec.parser is None or path.is_dir()):
-        return _open_snapshot(path, spec, profile, count_exact)
-    loaded = load_session(path, profile, format_spec=spec, count_exact=count_exact)
+        return _open_snapshot(path, spec, profile, count_exact, tokenize)
+    loaded = load_session(
+        path, profile, format_spec=spec, count_exact=count_exact, tokenize=tokenize
+    )
     return _with_threads(loaded)
 
 
@@ -203,7 +223,7 @@ def _has_main_content(session: Session) -> bool:
 
 
 def _open_snapshot(
-    path: Path, spec: FormatSpec, profile: Profile, count_exact: bool
+    path: Path, spec: FormatSpec, profile: Profile, count_exact: bool, tokenize: bool = True
 ) -> list[LoadedSession]:
     assert spec.snapshot is not None
     counter = counter_for(profile)
@@ -213,7 +233,7 @@ def _open_snapshot(
         raise InputError("cannot read input", f"{path}: {exc.strerror or exc}") from None
     out = []
     for snap in snapshots:
-        session = new_session(profile, counter, count_exact=count_exact)
+        session = new_session(profile, counter, count_exact=count_exact, tokenize=tokenize)
         session.add_source(str(path), spec.name)
         session.append(snap.events)
         loaded = LoadedSession(
@@ -234,6 +254,7 @@ def split_threads(loaded: LoadedSession) -> list[LoadedSession]:
             loaded.profile,
             loaded.counter,
             count_exact=session.count_exact,
+            tokenize=session.tokenized,
             body_reader=session.body_reader,
         )
         for source in session.sources:
@@ -278,6 +299,7 @@ def merge_streams(
     *,
     format_name: str | None = None,
     count_exact: bool = True,
+    tokenize: bool = True,
 ) -> LoadedSession:
     """One session of several streams of the same run (an agent's stdout and stderr).
 
@@ -308,7 +330,9 @@ def merge_streams(
         path = paths[span.source]
         return parsers[span.source].messages_at(read_span(path, span.offset, span.length), span)
 
-    session = new_session(profile, counter, count_exact=count_exact, body_reader=read_back)
+    session = new_session(
+        profile, counter, count_exact=count_exact, body_reader=read_back, tokenize=tokenize
+    )
     for path, spec in zip(paths, specs, strict=True):
         session.add_source(str(path), spec.name)
     session.append(merge_events(streams))

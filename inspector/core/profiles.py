@@ -21,7 +21,15 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Annotated, Any, ClassVar, Literal, NamedTuple, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from inspector.core.estimate import COUNTER_RULES, ESTIMATORS, Counter, estimate_message
 from inspector.core.model import Message
@@ -52,6 +60,7 @@ class Profile(BaseModel):
 
     threshold_strict: ClassVar[bool] = False  # True: acts when tokens > threshold; else >=
     warning_field: ClassVar[str] = "warning_ratio"  # the setting that places the warning level
+    _zone_bounds: tuple[bool, int, bool, int] | None = PrivateAttr(default=None)
 
     @field_validator("estimator")
     @classmethod
@@ -91,11 +100,20 @@ class Profile(BaseModel):
         return _ceil_ratio(self.warning_ratio, self.threshold())
 
     def zone(self, tokens: int) -> Zone:
-        if not self.has_threshold():
+        bounds = self._zone_bounds
+        if bounds is None:  # computed once: the profile is frozen
+            bounds = self._zone_bounds = (
+                self.has_threshold(),
+                self.threshold(),
+                self.threshold_strict,
+                self.warning_threshold(),
+            )
+        active, limit, strict, warning = bounds
+        if not active:
             return Zone.SAFE
-        if self.over_threshold(tokens):
+        if tokens > limit if strict else tokens >= limit:
             return Zone.OVERFLOW
-        if tokens >= self.warning_threshold():
+        if tokens >= warning:
             return Zone.WARNING
         return Zone.SAFE
 

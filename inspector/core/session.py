@@ -49,6 +49,18 @@ BODY_CACHE_SIZE = 4096
 _ROLES = list(Role)
 _KINDS = list(MessageKind)
 _ROLE_CODE = {r: i for i, r in enumerate(_ROLES)}
+
+
+def role_name(code: int) -> str:
+    """The role stored as ``code`` in the session's columns."""
+    return _ROLES[code].value
+
+
+def kind_name(code: int) -> str:
+    """The message kind stored as ``code`` in the session's columns."""
+    return _KINDS[code].value
+
+
 _KIND_CODE = {k: i for i, k in enumerate(_KINDS)}
 # Event types (exactly these classes) that ``append`` stores with nothing else to note, and
 # those that change nothing in the derived state.
@@ -299,6 +311,7 @@ class Session:
         self.estimator: Estimator = estimator or _chars4
         self.counter = counter
         self.count_exact = count_exact and counter is not None
+        self.tokenized = True  # whether estimates may use a tokenizer (off for --no-exact)
         self.body_reader = body_reader
         self.sources: list[SourceInfo] = []
         self.table = MessageTable()

@@ -19,7 +19,7 @@ from inspector.core.model import (
 )
 from inspector.core.profiles import Profile
 from inspector.core.replay import ReplayResult
-from inspector.core.session import Flag, Session, StepState
+from inspector.core.session import Flag, Session, StepState, kind_name, role_name
 from inspector.core.window import Zone
 
 ISSUES_LISTED = 50
@@ -89,33 +89,48 @@ def _peak(steps: list[StepState]) -> tuple[int | None, int, str]:
 
 
 def _messages_by_role_and_kind(session: Session) -> list[dict[str, Any]]:
-    rows: dict[tuple[str, str], dict[str, Any]] = {}
-    for rec in session.records():
-        key = (rec.role.value, rec.kind.value)
-        row = rows.setdefault(
-            key,
+    """Counts and tokens per (role, kind), read straight from the session's columns."""
+    t = session.table
+    # per (role code, kind code): count, tokens, estimated?, reported?, pruned, removed, hidden
+    acc: dict[tuple[int, int], list[int]] = {}
+    pruned_bit, removed_bit, visible_bit = int(Flag.PRUNED), int(Flag.REMOVED), int(Flag.VISIBLE)
+    for role, kind, flags, estimate, exact, reported in zip(
+        t.role, t.kind, t.flags, t.estimate, t.exact, t.reported, strict=True
+    ):
+        row = acc.get((role, kind))
+        if row is None:
+            row = acc[(role, kind)] = [0, 0, 0, 0, 0, 0, 0]
+        row[0] += 1
+        if reported >= 0:
+            row[1] += reported
+            row[3] = 1
+        elif exact >= 0:
+            row[1] += exact
+        else:
+            row[1] += estimate
+            row[2] = 1
+        if flags & pruned_bit:
+            row[4] += 1
+        if flags & removed_bit:
+            row[5] += 1
+        if not flags & visible_bit:
+            row[6] += 1
+    rows = []
+    for (role, kind), (count, tokens, estimated, reported, pruned, removed, hidden) in acc.items():
+        origin = Origin.ESTIMATED if estimated else Origin.REPORTED if reported else Origin.EXACT
+        rows.append(
             {
-                "role": key[0],
-                "kind": key[1],
-                "count": 0,
-                "tokens": 0,
-                "origin": Origin.EXACT.value,
-                "pruned": 0,
-                "removed": 0,
-                "hidden": 0,
-            },
+                "role": role_name(role),
+                "kind": kind_name(kind),
+                "count": count,
+                "tokens": tokens,
+                "origin": origin.value,
+                "pruned": pruned,
+                "removed": removed,
+                "hidden": hidden,
+            }
         )
-        tokens, origin = rec.tokens()
-        row["count"] += 1
-        row["tokens"] += tokens
-        if origin is Origin.ESTIMATED:
-            row["origin"] = Origin.ESTIMATED.value
-        elif origin is Origin.REPORTED and row["origin"] != Origin.ESTIMATED.value:
-            row["origin"] = Origin.REPORTED.value
-        row["pruned"] += bool(rec.flags & Flag.PRUNED)
-        row["removed"] += bool(rec.flags & Flag.REMOVED)
-        row["hidden"] += not rec.visible
-    return sorted(rows.values(), key=lambda r: (-r["tokens"], r["role"], r["kind"]))
+    return sorted(rows, key=lambda r: (-r["tokens"], r["role"], r["kind"]))
 
 
 def _zone_crossings(steps: list[StepState], profile: Profile) -> list[dict[str, Any]]:
