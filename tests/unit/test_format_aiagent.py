@@ -281,7 +281,8 @@ def test_logfmt_run_maps_every_message() -> None:
     assert usages[0].prompt_tokens + usages[0].output == 128460  # the record's ctx_tokens
     dropped = of(ToolOutputChanged, got)
     assert [
-        d.model_dump(exclude={"span", "type", "timestamp", "thread"}, exclude_none=True) for d in dropped
+        d.model_dump(exclude={"span", "type", "timestamp", "thread"}, exclude_none=True)
+        for d in dropped
     ] == [
         {
             "action": ToolOutputAction.DROPPED,

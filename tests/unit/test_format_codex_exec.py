@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from inspector.core.model import (
+    Event,
     MessageAdded,
     MessageKind,
     ParseIssue,
@@ -22,7 +23,7 @@ from inspector.formats.codex_exec import CodexExecParser
 DATA = Path(__file__).parents[1] / "data" / "codex_exec"
 
 
-def parse(data: bytes) -> list:
+def parse(data: bytes) -> list[Event]:
     parser = CodexExecParser(0, "exec.jsonl")
     return [*parser.feed(data), *parser.finish()]
 
@@ -73,14 +74,18 @@ def test_chunked_feeding_gives_the_same_events() -> None:
 def test_detected_and_not_confused_with_baseagent(tmp_path: Path) -> None:
     assert registry.detect(DATA / "typical.jsonl").name == "codex-exec"
     base = tmp_path / "base.jsonl"
-    base.write_text('{"thread_id": "sess_1737150615123", "type": "thread.started"}\n'
-                    '{"type": "turn.started"}\n')
+    base.write_text(
+        '{"thread_id": "sess_1737150615123", "type": "thread.started"}\n{"type": "turn.started"}\n'
+    )
     assert registry.detect(base).name == "baseagent-events"
 
 
 def test_a_malformed_line_is_an_issue_and_the_rest_is_read() -> None:
-    data = (DATA / "typical.jsonl").read_bytes().replace(b'{"type":"turn.started"}',
-                                                          b'{"type":"turn.sta')
+    data = (
+        (DATA / "typical.jsonl")
+        .read_bytes()
+        .replace(b'{"type":"turn.started"}', b'{"type":"turn.sta')
+    )
     events = parse(data)
     issues = [e for e in events if isinstance(e, ParseIssue)]
     assert len(issues) == 1 and issues[0].line == 2
@@ -96,8 +101,14 @@ def test_the_real_exec_stdout(corpus: Path) -> None:
     import json
 
     lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
-    commands = {x["item"]["id"] for x in lines
-                if x["type"].startswith("item.") and x["item"]["type"] == "command_execution"}
-    results = [e for e in events if isinstance(e, MessageAdded)
-               and e.message.kind is MessageKind.TOOL_RESULT]
+    commands = {
+        x["item"]["id"]
+        for x in lines
+        if x["type"].startswith("item.") and x["item"]["type"] == "command_execution"
+    }
+    results = [
+        e
+        for e in events
+        if isinstance(e, MessageAdded) and e.message.kind is MessageKind.TOOL_RESULT
+    ]
     assert len(results) == len(commands)
