@@ -115,17 +115,49 @@ def build_parser() -> argparse.ArgumentParser:
     formats = sub.add_parser("formats", help="list the input formats ctx-inspect reads")
     formats.add_argument("--json", action="store_true")
 
-    demo = sub.add_parser("demo", help="run the built-in example session")
+    demo = sub.add_parser("demo", help="watch a simulated agent run live in the dashboard")
     _common_options(demo)
-    demo.add_argument("--json", action="store_true")
+    demo.add_argument("--json", action="store_true", help="print the run's summary as JSON")
+    demo.add_argument("--headless", action="store_true", help="print the run's summary")
+    demo.add_argument("--delay", type=float, default=0.5, help="seconds between steps")
+    demo.add_argument("--theme", help="dark, light or high-contrast")
+    return parser
+
+
+def build_open_parser() -> argparse.ArgumentParser:
+    """`ctx-inspect FILE...` and `ctx-inspect --follow FILE`: the dashboard."""
+    parser = argparse.ArgumentParser(
+        prog="ctx-inspect",
+        description="Open sessions in the dashboard (or run a COMMAND: "
+        + ", ".join(COMMANDS)
+        + "; see ctx-inspect COMMAND --help).",
+    )
+    parser.add_argument("--version", action="version", version=f"ctx-inspect {__version__}")
+    parser.add_argument("files", nargs="*", type=Path, metavar="FILE")
+    parser.add_argument(
+        "--follow",
+        "-f",
+        action="store_true",
+        help="follow a live file (or the newest session in a folder)",
+    )
+    _common_options(parser)
+    parser.add_argument("--format", "-F", dest="format_name", help="force an input format")
+    parser.add_argument(
+        "--merge", action="store_true", help="read several streams of one run as one session"
+    )
+    parser.add_argument("--theme", help="dark, light or high-contrast")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
-    if args_list and not args_list[0].startswith("-") and args_list[0] not in COMMANDS:
-        # `ctx-inspect FILE ...` opens the files; headless until the dashboard is started.
-        args_list = ["stats", *args_list]
+    opening = args_list and args_list[0] not in COMMANDS and args_list[0] not in ("-h", "--help")
+    if opening and args_list[0] != "--version":
+        try:
+            return _open(build_open_parser().parse_args(args_list))
+        except InspectorError as exc:
+            print(f"ctx-inspect: {exc.one_line()}", file=sys.stderr)
+            return exc.exit_code
     parser = build_parser()
     args = parser.parse_args(args_list)
     if args.command is None:
@@ -314,26 +346,67 @@ def _formats(args: argparse.Namespace) -> int:
     return 0
 
 
+def _open(args: argparse.Namespace) -> int:
+    if not args.files:
+        raise InspectorError("nothing to open", "name a FILE, or run `ctx-inspect demo`")
+    if args.follow and len(args.files) != 1:
+        raise InspectorError("one file at a time", "--follow follows a single file or folder")
+    from inspector.ui.app import InspectorApp, OpenRequest
+
+    request = OpenRequest(
+        paths=tuple(args.files),
+        profile_for=_profile_factory(args),
+        format_name=args.format_name,
+        follow=args.follow,
+        merge=args.merge,
+    )
+    InspectorApp(request, theme=args.theme).run()
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
+    """A simulated agent writes a live log; the dashboard follows it. Without a terminal (or
+    with --headless / --json) the run is written at once and summarised instead."""
     import tempfile
+    import threading
 
     from inspector.demo import write_demo_session
 
+    interactive = sys.stdout.isatty() and sys.stdin.isatty()
     with tempfile.TemporaryDirectory(prefix="ctx-inspect-demo-") as folder:
         path = Path(folder) / "demo-run.jsonl"
-        write_demo_session(path)
-        ns = argparse.Namespace(
-            files=[path],
-            profile=args.profile or "aiagent",
-            config=args.config,
-            sets=args.sets,
-            format_name="native",
-            json=args.json,
-            no_exact=False,
-            merge=False,
-            follow=False,
+        if args.json or args.headless or not interactive:
+            write_demo_session(path)
+            ns = argparse.Namespace(
+                files=[path],
+                profile=args.profile or "aiagent",
+                config=args.config,
+                sets=args.sets,
+                format_name="native",
+                json=args.json,
+                no_exact=False,
+                merge=False,
+                follow=False,
+            )
+            return _stats(ns)
+        from inspector.ui.app import InspectorApp, OpenRequest
+
+        path.touch()
+        writer = threading.Thread(
+            target=write_demo_session, args=(path,), kwargs={"delay": args.delay}, daemon=True
         )
-        return _stats(ns)
+        writer.start()
+        profile_args = argparse.Namespace(
+            profile=args.profile or "aiagent", config=args.config, sets=args.sets
+        )
+        request = OpenRequest(
+            paths=(path,),
+            profile_for=_profile_factory(profile_args),
+            format_name="native",
+            follow=True,
+        )
+        InspectorApp(request, theme=args.theme).run()
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

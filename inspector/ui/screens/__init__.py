@@ -1,0 +1,1 @@
+"""One screen per view (Textual modes), and the modal screens."""

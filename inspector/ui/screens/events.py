@@ -1,0 +1,46 @@
+"""The events view: debug topics and log events, filtered by topic, with readable payloads."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.widgets import Input
+
+from inspector.ui.screens.base import SessionScreen
+from inspector.ui.state import SessionState
+from inspector.ui.widgets.events_view import EventRow, EventsView
+from inspector.ui.widgets.message_detail import MessageDetail
+
+
+class EventsScreen(SessionScreen):
+    def compose_body(self) -> ComposeResult:
+        yield Input(
+            placeholder="filter: text in topic or kind, or topic:context-guard/evaluate",
+            id="filter",
+        )
+        yield EventsView(id="events")
+        yield MessageDetail(id="payload")
+
+    def refresh_body(self, state: SessionState) -> None:
+        indices = state.event_indices()
+
+        def row_at(position: int) -> EventRow:
+            e = state.event_line(position)
+            return EventRow(e.index, e.step, e.kind, e.topic, e.summary)
+
+        self.query_one(EventsView).set_source(
+            len(indices), row_at, version=state.version * 1000 + len(state.branches)
+        )
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.query_one(EventsView).set_filter(event.value)
+
+    def on_events_view_row_highlighted(self, message: EventsView.RowHighlighted) -> None:
+        state = self.inspector.state
+        if state is None:
+            return
+        event = state.session.event(message.index)
+        payload = event.model_dump(mode="json", exclude_none=True, exclude={"span"})
+        self.query_one(MessageDetail).show_payload(
+            f"event {message.index} · step {state.session.step_at(message.index)} · {event.type}",
+            payload,
+        )
