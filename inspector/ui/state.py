@@ -1,5 +1,5 @@
 """What the dashboard shows of one session: the session (or a what-if branch of it), the
-cursor, and the values each widget needs. Pure Python over the core; no widgets here."""
+cursor, and the values each widget needs (as the widgets' own row and point types)."""
 
 from __future__ import annotations
 
@@ -29,44 +29,10 @@ from inspector.core.policies.base import Action, ContextItem, PolicyResult, Summ
 from inspector.core.profiles import Profile
 from inspector.core.session import Flag, Session, StepState, kind_name, role_name
 from inspector.core.whatif import branch_events
-from inspector.core.window import Zone
 from inspector.loader import LoadedSession, new_session
-
-
-@dataclass(frozen=True)
-class Point:
-    """One step of the context curve, with its markers."""
-
-    step: int
-    tokens: int
-    peak: int
-    zone: Zone
-    markers: frozenset[str]
-
-
-@dataclass(frozen=True)
-class Row:
-    """One message, as the messages view lists it."""
-
-    index: int
-    role: str
-    kind: str
-    tokens: int
-    share: float
-    running: int
-    flags: str
-    origin: str
-    tool: str | None
-    in_context: bool
-
-
-@dataclass(frozen=True)
-class EventLine:
-    index: int
-    step: int
-    kind: str
-    topic: str
-    summary: str
+from inspector.ui.widgets.events_view import EventRow
+from inspector.ui.widgets.messages_view import MessageRow
+from inspector.ui.widgets.timeline_view import TimelinePoint
 
 
 @dataclass
@@ -174,11 +140,11 @@ class SessionState:
             "effective_limit": profile.limit_parts().effective,
         }
 
-    def points(self) -> list[Point]:
+    def points(self) -> list[TimelinePoint]:
         key = ("points", self.version, len(self.branches))
         cached = self._cache.get(key)
         if cached is not None:
-            result: list[Point] = cached
+            result: list[TimelinePoint] = cached
             return result
         markers: dict[int, set[str]] = {}
         session = self.session
@@ -192,7 +158,9 @@ class SessionState:
                 markers.setdefault(session.step_at(index), set()).add(name)
         zone = self.profile.zone
         points = [
-            Point(s.step, s.tokens, s.peak, zone(s.peak), frozenset(markers.get(s.step, ())))
+            TimelinePoint(
+                s.step, s.tokens, s.peak, zone(s.peak), frozenset(markers.get(s.step, ()))
+            )
             for s in self.steps()
         ]
         self._cache[key] = points
@@ -219,7 +187,7 @@ class SessionState:
         result: list[int] = cached
         return result
 
-    def row(self, index: int) -> Row:
+    def row(self, index: int) -> MessageRow:
         step = self.step()
         table = self.session.table
         mask = self.context_mask(step)
@@ -234,7 +202,7 @@ class SessionState:
         if kind in ("summary", "archived"):
             names.append(kind)
         tool = table.tool[index]
-        return Row(
+        return MessageRow(
             index=index,
             role=role_name(table.role[index]),
             kind=kind,
@@ -255,10 +223,10 @@ class SessionState:
         result: list[int] = cached
         return result
 
-    def event_line(self, position: int) -> EventLine:
+    def event_row(self, position: int) -> EventRow:
         index = self.event_indices()[position]
         event = self.session.event(index)
-        return EventLine(
+        return EventRow(
             index, self.session.step_at(index), event.type, _topic(event), _summary(event)
         )
 

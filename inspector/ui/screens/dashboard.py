@@ -12,7 +12,7 @@ from textual.widgets import Static
 from inspector.ui.screens.base import SessionScreen
 from inspector.ui.state import SessionState
 from inspector.ui.widgets.counters_panel import CountersPanel
-from inspector.ui.widgets.timeline_view import TimelinePoint, TimelineView
+from inspector.ui.widgets.timeline_view import TimelineView
 from inspector.ui.widgets.zone_gauge import ZoneGauge
 
 MARKER_KINDS = ("compaction", "final_turn", "dropped", "prune", "reset")
@@ -52,9 +52,7 @@ class DashboardScreen(SessionScreen):
         self.query_one(ZoneGauge).update_gauge(**gauge)
         self.query_one(CountersPanel).update_counters(state.counters(step))
         timeline = self.query_one(TimelineView)
-        points = [
-            TimelinePoint(p.step, p.tokens, p.peak, p.zone, p.markers) for p in state.points()
-        ]
+        points = state.points()
         timeline.set_points(
             points, window=gauge["window"], warning=gauge["warning"], threshold=gauge["threshold"]
         )

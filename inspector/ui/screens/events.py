@@ -7,7 +7,7 @@ from textual.widgets import Input
 
 from inspector.ui.screens.base import SessionScreen
 from inspector.ui.state import SessionState
-from inspector.ui.widgets.events_view import EventRow, EventsView
+from inspector.ui.widgets.events_view import EventsView
 from inspector.ui.widgets.message_detail import MessageDetail
 
 
@@ -23,12 +23,8 @@ class EventsScreen(SessionScreen):
     def refresh_body(self, state: SessionState) -> None:
         indices = state.event_indices()
 
-        def row_at(position: int) -> EventRow:
-            e = state.event_line(position)
-            return EventRow(e.index, e.step, e.kind, e.topic, e.summary)
-
         self.query_one(EventsView).set_source(
-            len(indices), row_at, version=state.version * 1000 + len(state.branches)
+            len(indices), state.event_row, version=state.version * 1000 + len(state.branches)
         )
 
     def on_input_changed(self, event: Input.Changed) -> None:

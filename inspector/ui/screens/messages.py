@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 from inspector.ui.screens.base import SessionScreen
 from inspector.ui.state import SessionState
 from inspector.ui.widgets.message_detail import MessageDetail
-from inspector.ui.widgets.messages_view import MessageRow, MessagesView
+from inspector.ui.widgets.messages_view import MessagesView
 
 
 class MessagesScreen(SessionScreen):
@@ -19,24 +19,9 @@ class MessagesScreen(SessionScreen):
         view = self.query_one(MessagesView)
         view.follow_tail = state.follow is not None and state.cursor is None
 
-        def row_at(index: int) -> MessageRow:
-            r = state.row(index)
-            return MessageRow(
-                r.index,
-                r.role,
-                r.kind,
-                r.tokens,
-                r.share,
-                r.running,
-                r.flags,
-                r.origin,
-                r.tool,
-                r.in_context,
-            )
-
         view.set_source(
             state.session.message_count,
-            row_at,
+            state.row,
             version=state.version * 1000 + len(state.branches) * 7 + (state.step() or 0),
         )
         self._show(state, view.cursor)
