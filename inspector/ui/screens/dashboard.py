@@ -46,6 +46,10 @@ class DashboardScreen(SessionScreen):
             yield Static(id="step-info")
         yield TimelineView(id="timeline")
 
+    def on_screen_resume(self) -> None:
+        super().on_screen_resume()
+        self.query_one(TimelineView).focus()
+
     def refresh_body(self, state: SessionState) -> None:
         step = state.step()
         gauge = state.gauge(step)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.widgets import Input
 
 from inspector.ui.screens.base import SessionScreen
@@ -12,9 +13,14 @@ from inspector.ui.widgets.message_detail import MessageDetail
 
 
 class EventsScreen(SessionScreen):
+    BINDINGS = [
+        Binding("slash", "focus_filter", "Filter"),
+        Binding("escape", "focus_list", "List", show=False),
+    ]
+
     def compose_body(self) -> ComposeResult:
         yield Input(
-            placeholder="filter: text in topic or kind, or topic:context-guard/evaluate",
+            placeholder="/ to filter: text in topic or kind, or topic:context-guard/evaluate",
             id="filter",
         )
         yield EventsView(id="events")
@@ -26,6 +32,16 @@ class EventsScreen(SessionScreen):
         self.query_one(EventsView).set_source(
             len(indices), state.event_row, version=state.version * 1000 + len(state.branches)
         )
+
+    def on_screen_resume(self) -> None:
+        super().on_screen_resume()
+        self.query_one(EventsView).focus()
+
+    def action_focus_filter(self) -> None:
+        self.query_one(Input).focus()
+
+    def action_focus_list(self) -> None:
+        self.query_one(EventsView).focus()
 
     def on_input_changed(self, event: Input.Changed) -> None:
         self.query_one(EventsView).set_filter(event.value)

@@ -26,6 +26,10 @@ class MessagesScreen(SessionScreen):
         )
         self._show(state, view.cursor)
 
+    def on_screen_resume(self) -> None:
+        super().on_screen_resume()
+        self.query_one(MessagesView).focus()
+
     def on_messages_view_row_highlighted(self, message: MessagesView.RowHighlighted) -> None:
         state = self.inspector.state
         if state is not None:
