@@ -17,6 +17,15 @@ class NetworkBlocked(RuntimeError):
     pass
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _no_tiktoken_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Ranks come from the bundled files in every test, whatever this machine has cached."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path_factory.mktemp("no-tiktoken-cache")))
+    yield
+    mp.undo()
+
+
 @pytest.fixture(autouse=True)
 def _no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Any attempt to reach another host fails loudly; loopback stays allowed for local servers."""

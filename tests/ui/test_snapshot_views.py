@@ -1,0 +1,55 @@
+"""Snapshots of the three views over the demo run, at a fixed size, the cursor on one step."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from inspector.config import build_profile
+from inspector.demo import write_demo_session
+from inspector.ui.app import InspectorApp, OpenRequest
+
+SIZE = (130, 42)
+
+
+@pytest.fixture
+def demo_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> InspectorApp:
+    monkeypatch.chdir(tmp_path)  # the header shows a short relative path
+    write_demo_session(Path("demo-run.jsonl"))
+    return InspectorApp(
+        OpenRequest(
+            paths=(Path("demo-run.jsonl"),), profile_for=lambda spec: build_profile("aiagent")
+        )
+    )
+
+
+def prepare(*keys: str):  # type: ignore[no-untyped-def]
+    async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
+        app = pilot.app
+        for _ in range(400):
+            if app.state is not None:
+                break
+            await asyncio.sleep(0.05)
+        assert app.state is not None
+        app.state.move(20)  # the step right after the compaction
+        app.changed()
+        await pilot.pause()
+        for key in keys:
+            await pilot.press(key)
+        await pilot.pause(0.3)
+
+    return run_before
+
+
+def test_dashboard(snap_compare, demo_app: InspectorApp) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(demo_app, terminal_size=SIZE, run_before=prepare())
+
+
+def test_messages(snap_compare, demo_app: InspectorApp) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(demo_app, terminal_size=SIZE, run_before=prepare("2", "end"))
+
+
+def test_events(snap_compare, demo_app: InspectorApp) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(demo_app, terminal_size=SIZE, run_before=prepare("3"))
