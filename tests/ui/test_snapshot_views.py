@@ -25,8 +25,8 @@ def demo_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> InspectorApp:
     )
 
 
-def prepare(*keys: str):  # type: ignore[no-untyped-def]
-    async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
+def prepare(*keys: str):
+    async def run_before(pilot) -> None:
         app = pilot.app
         for _ in range(400):
             if app.state is not None:
@@ -43,13 +43,13 @@ def prepare(*keys: str):  # type: ignore[no-untyped-def]
     return run_before
 
 
-def test_dashboard(snap_compare, demo_app: InspectorApp) -> None:  # type: ignore[no-untyped-def]
+def test_dashboard(snap_compare, demo_app: InspectorApp) -> None:
     assert snap_compare(demo_app, terminal_size=SIZE, run_before=prepare())
 
 
-def test_messages(snap_compare, demo_app: InspectorApp) -> None:  # type: ignore[no-untyped-def]
+def test_messages(snap_compare, demo_app: InspectorApp) -> None:
     assert snap_compare(demo_app, terminal_size=SIZE, run_before=prepare("2", "end"))
 
 
-def test_events(snap_compare, demo_app: InspectorApp) -> None:  # type: ignore[no-untyped-def]
+def test_events(snap_compare, demo_app: InspectorApp) -> None:
     assert snap_compare(demo_app, terminal_size=SIZE, run_before=prepare("3"))
