@@ -488,8 +488,12 @@ class Session:
         self.sources.append(SourceInfo(path=path, format=format_name))
         return len(self.sources) - 1
 
-    def append(self, events: Iterable[Event]) -> int:
-        """Add a batch of events in order; returns how many were added."""
+    def append(self, events: Iterable[Event], exact_counts: Sequence[int] | None = None) -> int:
+        """Add a batch of events in order; returns how many were added.
+
+        ``exact_counts``, when given, are the tokenizer's counts of the batch's messages in
+        order (computed elsewhere, e.g. in a loading thread), so the session counts none itself.
+        """
         batch = list(events)
         start_messages = len(self.table)
         add_message = self._add_message
@@ -512,7 +516,11 @@ class Session:
                     self.issues.append(len(stored) - 1)
                 elif isinstance(event, SessionInfo):
                     self._note_info(event)
-        if self.count_exact:
+        if exact_counts is not None:
+            exact = self.table.exact
+            for offset, count in enumerate(exact_counts):
+                exact[start_messages + offset] = count + MESSAGE_OVERHEAD
+        elif self.count_exact:
             self._count_new(start_messages, batch)
         self._derive(len(self._events) - len(batch))
         return len(batch)

@@ -51,7 +51,7 @@ async def test_open_a_saved_file_shows_its_last_step(tmp_path: Path) -> None:
     path = demo_file(tmp_path)
     app = InspectorApp(request(path, profile="aiagent"))
     async with app.run_test(size=(140, 44)) as pilot:
-        await wait_for(pilot, lambda: app.state is not None)
+        await wait_for(pilot, lambda: app.state is not None and not app.loading)
         state = app.state
         assert state is not None
         last = len(state.steps())
@@ -70,7 +70,7 @@ async def test_cursor_moves_update_every_panel(tmp_path: Path) -> None:
     path = demo_file(tmp_path)
     app = InspectorApp(request(path, profile="aiagent"))
     async with app.run_test(size=(140, 44)) as pilot:
-        await wait_for(pilot, lambda: app.state is not None)
+        await wait_for(pilot, lambda: app.state is not None and not app.loading)
         state = app.state
         assert state is not None
         await pilot.press("comma", "comma")
@@ -134,7 +134,7 @@ async def test_views_sessions_and_themes_switch(tmp_path: Path) -> None:
     )
     app = InspectorApp(request(first, second))
     async with app.run_test(size=(140, 44)) as pilot:
-        await wait_for(pilot, lambda: len(app.states) == 2)
+        await wait_for(pilot, lambda: len(app.states) == 2 and not app.loading)
         assert app.active == 0
         await pilot.press("right_square_bracket")
         await pilot.pause()
@@ -169,7 +169,7 @@ async def test_zone_gauge_follows_the_profile(tmp_path: Path) -> None:
     path = demo_file(tmp_path)
     app = InspectorApp(request(path, profile="aiagent"))
     async with app.run_test(size=(140, 44)) as pilot:
-        await wait_for(pilot, lambda: app.state is not None)
+        await wait_for(pilot, lambda: app.state is not None and not app.loading)
         state = app.state
         assert state is not None
         profile = state.profile

@@ -29,7 +29,7 @@ def prepare(*keys: str):
     async def run_before(pilot) -> None:
         app = pilot.app
         for _ in range(400):
-            if app.state is not None:
+            if app.state is not None and not app.loading:
                 break
             await asyncio.sleep(0.05)
         assert app.state is not None
