@@ -7,7 +7,9 @@ give several sessions (a project folder, a database of many sessions, sub-agent 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import gc
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,6 +52,22 @@ class LoadedSession:
     @property
     def name(self) -> str:
         return f"{self.path}#{self.label}" if self.label else str(self.path)
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while a session is read, then move what was
+    read out of its way. Reading creates millions of long-lived objects and no cycles; left
+    running, the collector rescans all of them again and again, and reading a large file
+    slows down more than linearly."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()  # what was read lives as long as the session: never rescan it
+        if was_enabled:
+            gc.enable()
 
 
 def resolve_format(path: Path, format_name: str | None) -> FormatSpec:
@@ -117,11 +135,12 @@ def load_session(
     )
     session.add_source(str(path), format_spec.name)
     try:
-        for chunk in iter_chunks(path):
-            events = parser.feed(chunk)
-            if events:
-                session.append(events)
-        session.append(parser.finish())
+        with collector_paused():
+            for chunk in iter_chunks(path):
+                events = parser.feed(chunk)
+                if events:
+                    session.append(events)
+            session.append(parser.finish())
     except OSError as exc:
         raise InputError("cannot read file", f"{path}: {exc.strerror or exc}") from None
     return LoadedSession(session, path, format_spec, profile, counter, parser, paths=[path])

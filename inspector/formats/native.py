@@ -221,13 +221,13 @@ class NativeParser(LineParser):
                 except ValidationError:
                     pass
                 else:
-                    return [event.model_copy(update={"span": span})]
+                    return [_with_span(event, span)]
             first = errors[0]
             reason = f"invalid {tag} event: {_field_path(first['loc'], tag)}: {first['msg']}"
             if len(errors) > 1:
                 reason += f" (and {len(errors) - 1} more)"
             return [self.issue(span, reason, raw)]
-        return [event.model_copy(update={"span": span})]
+        return [_with_span(event, span)]
 
     def messages_at(self, data: bytes, span: SourceSpan) -> list[Message]:
         line = data.rstrip(b"\r\n")
@@ -240,6 +240,13 @@ class NativeParser(LineParser):
         return [
             e.message for e in self.read_event(value, span, line) if isinstance(e, MessageAdded)
         ]
+
+
+def _with_span(event: Event, span: SourceSpan) -> Event:
+    """The event just validated, given this line's span in place: it is new and not yet
+    shared, and a copy per line would cost more than reading the line."""
+    object.__setattr__(event, "span", span)
+    return event
 
 
 def sniff(head: Head) -> float:
