@@ -359,6 +359,7 @@ def _open(args: argparse.Namespace) -> int:
         format_name=args.format_name,
         follow=args.follow,
         merge=args.merge,
+        config=args.config,
     )
     InspectorApp(request, theme=args.theme).run()
     return 0
@@ -404,6 +405,7 @@ def _demo(args: argparse.Namespace) -> int:
             profile_for=_profile_factory(profile_args),
             format_name="native",
             follow=True,
+            config=args.config,
         )
         InspectorApp(request, theme=args.theme).run()
         return 0

@@ -7,6 +7,7 @@ live files); screens show the active session and widgets get plain values pushed
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,11 +16,17 @@ from textual import work
 from textual.app import App
 from textual.binding import Binding
 from textual.message import Message as TextualMessage
+from textual.screen import ModalScreen
 from textual.worker import Worker, WorkerState
 
+from inspector.core.model import Event, Message, MessageAdded, SourceSpan
+from inspector.core.policies.base import Summarizer
 from inspector.core.profiles import Profile
+from inspector.core.tokens import TokenCounter
 from inspector.errors import InspectorError
+from inspector.formats.base import Parser
 from inspector.formats.registry import FormatSpec
+from inspector.ui.commands import InspectorCommands
 from inspector.ui.screens.dashboard import DashboardScreen
 from inspector.ui.screens.events import EventsScreen
 from inspector.ui.screens.messages import MessagesScreen
@@ -28,6 +35,7 @@ from inspector.ui.themes import load_themes, resolve_theme_name
 
 ProfileFactory = Callable[[FormatSpec], Profile]
 REFRESH_SECONDS = 0.1  # live updates reach the screen at most this often
+LOAD_BATCH_SECONDS = 0.1  # a file being read is handed to the screen in batches this long
 
 
 @dataclass(frozen=True)
@@ -39,6 +47,7 @@ class OpenRequest:
     format_name: str | None = None
     follow: bool = False
     merge: bool = False
+    config: Path | None = None  # the configuration file ([summarizer] for compact, tune, explain)
 
 
 class SessionsChanged(TextualMessage):
@@ -91,21 +100,95 @@ class InspectorApp(App[None]):
 
     @work(thread=True, exclusive=True, group="load", exit_on_error=False)
     def load_inputs(self) -> None:
+        """Read the inputs in this thread. A single stream file is shown as soon as its first
+        chunk is read and grows on screen as the rest arrives (exact counts computed here, in
+        the thread, as it goes); folders, databases and merged streams appear when read."""
         from inspector.loader import open_inputs
 
-        opened = open_inputs(
-            list(self.request.paths),
-            self.request.profile_for,
-            format_name=self.request.format_name,
-            merge=self.request.merge,
-            count_exact=True,
+        request = self.request
+        for path in request.paths:
+            if request.merge or not self._load_progressively(path):
+                opened = open_inputs(
+                    [path] if not request.merge else list(request.paths),
+                    request.profile_for,
+                    format_name=request.format_name,
+                    merge=request.merge,
+                    count_exact=True,
+                )
+                self.call_from_thread(self._loaded, [SessionState(x) for x in opened])
+                if request.merge:
+                    break
+        self.call_from_thread(self._done_loading)
+
+    def _load_progressively(self, path: Path) -> bool:
+        from inspector.loader import (
+            LoadedSession,
+            calibrate,
+            collector_paused,
+            counter_for,
+            new_session,
+            resolve_format,
+            split_threads,
         )
-        states = [SessionState(loaded) for loaded in opened]
-        self.call_from_thread(self._loaded, states)
+        from inspector.sources.reader import read_span
+
+        spec = resolve_format(path, self.request.format_name)
+        if spec.parser is None or path.is_dir():
+            return False
+        profile = self.request.profile_for(spec)
+        counter = counter_for(profile)
+        parser = spec.make_parser(0, str(path))
+
+        def read_back(span: SourceSpan) -> list[Message]:
+            return parser.messages_at(read_span(path, span.offset, span.length), span)
+
+        session = new_session(
+            profile, counter, count_exact=False, body_reader=read_back, tokenize=False
+        )
+        session.add_source(str(path), spec.name)
+        loaded = LoadedSession(session, path, spec, profile, counter, parser, paths=[path])
+        state = SessionState(loaded)
+        exact = counter.info.exact
+        self.call_from_thread(self._loaded, [state])
+        with collector_paused():
+            self._feed(path, parser, state, counter, exact)
+        session.tokenized = True
+        state.loaded.profile = calibrate(profile, session)
+        subs = [SessionState(sub) for sub in split_threads(loaded)]
+        self.call_from_thread(self._loaded, subs)
+        return True
+
+    def _feed(
+        self, path: Path, parser: Parser, state: SessionState, counter: TokenCounter, exact: bool
+    ) -> None:
+        from inspector.sources.reader import iter_chunks
+
+        pending: list[Event] = []
+        last = time.monotonic()
+        for chunk in [*iter_chunks(path), b""]:
+            pending.extend(parser.feed(chunk) if chunk else parser.finish())
+            if chunk and time.monotonic() - last < LOAD_BATCH_SECONDS:
+                continue
+            counts = None
+            if exact:
+                counts = counter.count_batch(
+                    [e.message.text for e in pending if isinstance(e, MessageAdded)]
+                )
+            self.call_from_thread(self._grow, state, pending, counts)
+            pending = []
+            last = time.monotonic()
+
+    def _grow(self, state: SessionState, events: list[Event], counts: list[int] | None) -> None:
+        state.session.append(events, exact_counts=counts)
+        state.touch()
+        self._dirty = True
+
+    def _done_loading(self) -> None:
+        self.loading = False
+        self._dirty = True
 
     def _loaded(self, states: list[SessionState]) -> None:
-        self.states = states
-        self.loading = False
+        self.states = [*self.states, *states]
         self.post_message(SessionsChanged())
 
     @work(exclusive=True, group="follow", exit_on_error=False)
@@ -179,6 +262,107 @@ class InspectorApp(App[None]):
         self.theme = names[(current + 1) % len(names)]
         self.notify(f"theme: {self.theme}", timeout=2)
         self.changed()
+
+    # == acting: prune / compact / truncate, undo, export, explain, tune, help ===============
+    # (owned by the acting screens; every binding here is also a command-palette command)
+
+    BINDINGS = [
+        *BINDINGS,
+        Binding("P", "act('prune')", "Prune…"),
+        Binding("C", "act('compact')", "Compact…", show=False),
+        Binding("T", "act('truncate')", "Truncate…", show=False),
+        Binding("u", "undo", "Undo what-if", show=False),
+        Binding("E", "export", "Export…", show=False),
+        Binding("x", "explain", "Explain"),
+        Binding("U", "tune", "Tune"),
+        Binding("question_mark", "help", "Help"),
+    ]
+    COMMANDS = App.COMMANDS | {InspectorCommands}
+
+    def summarizer(self) -> Summarizer:
+        """The summarizer of the configuration file (local and deterministic by default)."""
+        from inspector.config import build_summarizer
+
+        return build_summarizer(self.request.config)
+
+    def _acting_state(self) -> SessionState | None:
+        state = self.state
+        if state is None:
+            self.notify("no session to act on yet", timeout=3)
+        return state
+
+    def _on_a_view(self) -> bool:
+        """Acting keys work over the views (and explain / tune), not over another dialog."""
+        return not isinstance(self.screen, ModalScreen)
+
+    def action_act(self, action: str) -> None:
+        from inspector.ui.screens.action_picker import ActionPicker, Preview
+        from inspector.ui.screens.diff_screen import DiffScreen
+
+        state = self._acting_state()
+        if state is None or not self._on_a_view():
+            return
+
+        def show(preview: Preview | None) -> None:
+            if preview is not None:
+                self.push_screen(DiffScreen(preview))
+
+        self.push_screen(ActionPicker(state, action), show)
+
+    def action_undo(self) -> None:
+        state = self._acting_state()
+        if state is None or not self._on_a_view():
+            return
+        branch = state.undo()
+        if branch is None:
+            self.notify("no what-if branch to undo", timeout=3)
+        else:
+            self.notify(f"undone: {branch.label}", title="what-if removed", timeout=4)
+        self.changed()
+
+    def action_export(self) -> None:
+        from inspector.ui.screens.diff_screen import ExportScreen
+
+        state = self._acting_state()
+        if state is not None and self._on_a_view():
+            self.push_screen(ExportScreen(state))
+
+    def action_explain(self) -> None:
+        from inspector.ui.screens.explain_screen import ExplainScreen
+
+        if isinstance(self.screen, ExplainScreen):
+            return
+        if self._acting_state() is not None and self._on_a_view():
+            self.push_screen(ExplainScreen())
+
+    def action_tune(self) -> None:
+        from inspector.ui.screens.tune_screen import TuneScreen
+
+        if isinstance(self.screen, TuneScreen):
+            return
+        if self._acting_state() is not None and self._on_a_view():
+            self.push_screen(TuneScreen())
+
+    def action_help(self) -> None:
+        from inspector.ui.screens.help_screen import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.screen))
+
+    def action_show_session(self, index: int) -> None:
+        if 0 <= index < len(self.states):
+            self.active = index
+            self.changed()
+
+    def action_use_theme(self, name: str) -> None:
+        if name in self._themes:
+            self.theme = name
+            self.changed()
+
+    def theme_names(self) -> list[str]:
+        return list(self._themes)
+
+    # == end of acting ========================================================================
 
 
 def _format_of(path: Path, format_name: str | None) -> FormatSpec:

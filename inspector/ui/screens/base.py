@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
@@ -54,8 +55,14 @@ class SessionScreen(Screen[None]):
         self.refresh_from_state()
 
     def refresh_from_state(self) -> None:
+        if not self.is_mounted:
+            return  # composed later; on_screen_resume refreshes it then
         app = self.inspector
-        status = self.query_one("#status", Static)
+        try:
+            status = self.query_one("#status", Static)
+        except NoMatches:
+            return
+
         state = app.state
         if state is None:
             message = "loading…" if app.loading else (app.load_error or "no session to show")
