@@ -150,14 +150,14 @@ def _wrap_single_cells(line: str, width: int) -> list[str]:
     return rows
 
 
-_WORD = re.compile(r"\S+\s*|\s+")
+_WORD = re.compile(r"[^ ]+ *| +")  # words end at plain spaces, as in the single-cell path
 
 
 def _wrap_cells(line: str, width: int) -> list[str]:
     rows: list[str] = []
     current, used = "", 0
     for word in _WORD.findall(line):
-        needed = cell_len(word.rstrip())
+        needed = cell_len(word.rstrip(" "))
         if used + needed <= width:
             current, used = current + word, used + cell_len(word)
             continue
