@@ -7,6 +7,10 @@ a 100-combination sweep over a 5,000-message session on all cores against one co
 
 Targets: every replay <= 1 s; sweep on 2 cores >= 1.7x faster than on 1. Sessions are generated
 (seeded) in the native format under bench/data/ (git-ignored).
+
+Replays reuse the session's estimates (``reuse_estimates=True``), as the engine commands do: the
+session was read with the replayed profile's estimator. Each figure is the median of three
+replays, wall clock (CPU time beside it: the machine is shared).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import random
 import statistics
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,17 +41,38 @@ from inspector.core.model import (  # noqa: E402
     Usage,
     UsageReported,
 )
-from inspector.core.profiles import PROFILE_NAMES  # noqa: E402
+from inspector.core.profiles import PROFILE_NAMES, Profile  # noqa: E402
 from inspector.core.replay import replay  # noqa: E402
 from inspector.core.summarize import LocalSummarizer  # noqa: E402
 from inspector.core.sweep import grid  # noqa: E402
+from inspector.core.tokens import TokenCounter  # noqa: E402
 from inspector.formats.native import write_events  # noqa: E402
 from inspector.loader import counter_for, open_inputs  # noqa: E402
 from inspector.sweeper import SweepInput, run_sweep  # noqa: E402
 
 DATA = ROOT / "bench" / "data"
-WORDS = ("parse read file error token context window module value return import config "
-         "retry limit record buffer line test assert fixture").split()
+WORDS = [
+    "parse",
+    "read",
+    "file",
+    "error",
+    "token",
+    "context",
+    "window",
+    "module",
+    "value",
+    "return",
+    "import",
+    "config",
+    "retry",
+    "limit",
+    "record",
+    "buffer",
+    "line",
+    "test",
+    "assert",
+    "fixture",
+]
 
 
 def generate(path: Path, messages: int, seed: int = 11) -> Path:
@@ -57,8 +83,13 @@ def generate(path: Path, messages: int, seed: int = 11) -> Path:
     rng = random.Random(seed)
     path.parent.mkdir(parents=True, exist_ok=True)
     events: list[Event] = [
-        MessageAdded(message=Message(id="sys", role=Role.SYSTEM, parts=(
-            Part(type=PartType.TEXT, text="You are a careful coding agent. " * 200),)))
+        MessageAdded(
+            message=Message(
+                id="sys",
+                role=Role.SYSTEM,
+                parts=(Part(type=PartType.TEXT, text="You are a careful coding agent. " * 200),),
+            )
+        )
     ]
     count = 1
     prompt = 1_600
@@ -66,26 +97,59 @@ def generate(path: Path, messages: int, seed: int = 11) -> Path:
     while count < messages:
         if count % 60 == 1:
             text = "Please fix the failing test in src/parser.py and run pytest."
-            events.append(MessageAdded(message=Message(
-                id=f"u{count}", role=Role.USER, parts=(Part(type=PartType.TEXT, text=text),))))
+            events.append(
+                MessageAdded(
+                    message=Message(
+                        id=f"u{count}", role=Role.USER, parts=(Part(type=PartType.TEXT, text=text),)
+                    )
+                )
+            )
             count += 1
             prompt += 20
         step += 1
         events.append(RequestSent(request_id=f"r{step}"))
         events.append(UsageReported(usage=Usage(input=prompt, output=60)))
         call = f"c{count}"
-        events.append(MessageAdded(message=Message(
-            id=f"a{count}", role=Role.ASSISTANT, kind=MessageKind.TOOL_CALL,
-            parts=(Part(type=PartType.TOOL_CALL, tool_name="bash", call_id=call,
-                        arguments=json.dumps({"command": f"cat src/{rng.choice(WORDS)}.py"})),))))
+        events.append(
+            MessageAdded(
+                message=Message(
+                    id=f"a{count}",
+                    role=Role.ASSISTANT,
+                    kind=MessageKind.TOOL_CALL,
+                    parts=(
+                        Part(
+                            type=PartType.TOOL_CALL,
+                            tool_name="bash",
+                            call_id=call,
+                            arguments=json.dumps({"command": f"cat src/{rng.choice(WORDS)}.py"}),
+                        ),
+                    ),
+                )
+            )
+        )
         count += 1
         size = int(rng.choice([200, 400, 800, 1500, 3000, 8000]) * rng.uniform(0.5, 1.5))
-        lines = [f"src/{rng.choice(WORDS)}.py:{i}: {' '.join(rng.choices(WORDS, k=8))}"
-                 for i in range(size // 12 + 1)]
-        events.append(MessageAdded(message=Message(
-            id=f"t{count}", role=Role.TOOL, kind=MessageKind.TOOL_RESULT,
-            parts=(Part(type=PartType.TOOL_RESULT, text="\n".join(lines), tool_name="bash",
-                        call_id=call),))))
+        lines = [
+            f"src/{rng.choice(WORDS)}.py:{i}: {' '.join(rng.choices(WORDS, k=8))}"
+            for i in range(size // 12 + 1)
+        ]
+        events.append(
+            MessageAdded(
+                message=Message(
+                    id=f"t{count}",
+                    role=Role.TOOL,
+                    kind=MessageKind.TOOL_RESULT,
+                    parts=(
+                        Part(
+                            type=PartType.TOOL_RESULT,
+                            text="\n".join(lines),
+                            tool_name="bash",
+                            call_id=call,
+                        ),
+                    ),
+                )
+            )
+        )
         count += 1
         prompt += 60 + size
     with path.open("w", encoding="utf-8") as fh:
@@ -93,29 +157,45 @@ def generate(path: Path, messages: int, seed: int = 11) -> Path:
     return path
 
 
+def _profile_named(name: str, spec: object) -> Profile:
+    return build_profile(name)
+
+
 def bench_replay(messages: int) -> list[tuple[str, float, int, int]]:
     path = generate(DATA / f"engine-{messages}.jsonl", messages)
     rows = []
     for name in PROFILE_NAMES:
-        opened = open_inputs([path], lambda spec, n=name: build_profile(n), count_exact=False)
+        opened = open_inputs([path], partial(_profile_named, name), count_exact=False)
         loaded = opened[0]
         profile = loaded.profile
         counter = counter_for(profile)
 
-        def estimate(m: Message, p=profile, c=counter) -> int:
+        def estimate(m: Message, p: Profile = profile, c: TokenCounter = counter) -> int:
             return p.estimate(m, c)
 
         times = []
+        cpu = []
         result = None
         for _ in range(3):
-            started = time.perf_counter()
-            result = replay(loaded.session, profile, estimate=estimate,
-                            summarizer=LocalSummarizer())
+            started, cpu_started = time.perf_counter(), time.process_time()
+            # as the engine commands do: the session was read with this profile's estimator
+            result = replay(
+                loaded.session,
+                profile,
+                estimate=estimate,
+                summarizer=LocalSummarizer(),
+                reuse_estimates=True,
+            )
             times.append(time.perf_counter() - started)
+            cpu.append(time.process_time() - cpu_started)
         assert result is not None
         rows.append((name, statistics.median(times), len(result.steps), len(result.decisions)))
-        print(f"replay {name:12s} {statistics.median(times):6.3f} s  steps {len(result.steps):5d}"
-              f"  decisions {len(result.decisions):5d}", flush=True)
+        print(
+            f"replay {name:12s} {statistics.median(times):6.3f} s  (cpu "
+            f"{statistics.median(cpu):6.3f} s)  steps {len(result.steps):5d}"
+            f"  decisions {len(result.decisions):5d}",
+            flush=True,
+        )
     return rows
 
 
@@ -124,8 +204,7 @@ def bench_sweep(messages: int, combos: int) -> tuple[float, float]:
     ratios = [round(0.5 + 0.05 * i, 2) for i in range(10)]
     windows = [60_000 + 20_000 * i for i in range(combos // 10)]
     combinations = grid([("compact_ratio", ratios), ("context_window", windows)])
-    spec = SweepInput(paths=(path,), format_name=None, profile_name="generic", config=None,
-                      sets=())
+    spec = SweepInput(paths=(path,), format_name=None, profile_name="generic", config=None, sets=())
     cores = len(os.sched_getaffinity(0))
     timings: dict[int, list[float]] = {1: [], cores: []}
     for _ in range(2):
@@ -134,8 +213,11 @@ def bench_sweep(messages: int, combos: int) -> tuple[float, float]:
             rows = run_sweep(spec, combinations, LocalSummarizer(), workers=workers)
             timings[workers].append(time.perf_counter() - started)
             assert len(rows) == len(combinations)
-            print(f"sweep  {len(combinations)} combinations on {workers} core(s): "
-                  f"{timings[workers][-1]:6.2f} s", flush=True)
+            print(
+                f"sweep  {len(combinations)} combinations on {workers} core(s): "
+                f"{timings[workers][-1]:6.2f} s",
+                flush=True,
+            )
     one = statistics.median(timings[1])
     many = statistics.median(timings[cores])
     print(f"sweep speedup on {cores} cores: {one / many:.2f}x (target >= 1.7x)")

@@ -62,7 +62,11 @@ def run_replay(args: argparse.Namespace) -> list[dict[str, Any]]:
     summ = summarizer(args)
     for loaded in open_for_engine(args):
         result = replay(
-            loaded.session, loaded.profile, estimate=estimator_for(loaded.profile), summarizer=summ
+            loaded.session,
+            loaded.profile,
+            estimate=estimator_for(loaded.profile),
+            summarizer=summ,
+            reuse_estimates=True,  # the session was read with this profile's estimator
         )
         out.append(summarize_replay(loaded.session, result, _facts(loaded)))
     return out

@@ -18,16 +18,24 @@ from inspector.core.model import (
     GuardEvaluated,
     Message,
     MessageAdded,
+    Part,
+    PartType,
     RequestSent,
+    Role,
     SourceSpan,
 )
 from inspector.core.profiles import Profile, make_profile
 from inspector.core.session import MAIN_THREAD, Session
 from inspector.core.tokens import ENCODINGS, TokenCounter, encoding_for_model, get_counter
 from inspector.errors import InputError
-from inspector.formats.base import Parser
+from inspector.formats.base import Parser, read_file
 from inspector.formats.registry import FormatSpec, detect, get_format, looks_binary, read_head
 from inspector.sources.reader import iter_chunks, read_span
+
+# Rules whose estimate of a message is ceil(len(text) / 4) plus a fixed overhead, when no
+# tokenizer is given (checked against the profile itself, see ``chars_estimate``).
+_CHARS_RULES = frozenset({"chars4", "exact"})
+_PROBE_TEXTS = ("", "a", "abcd", "abcde", "héllo wörld 😀", "x" * 4097)
 
 ProfileFactory = Callable[[FormatSpec], Profile]
 
@@ -109,9 +117,51 @@ def new_session(
         counter=counter,
         count_exact=count_exact and counter.info.exact,
         body_reader=body_reader,
+        estimate_chars=chars_estimate(profile, estimator_counter),
     )
     session.tokenized = tokenize or session.count_exact
     return session
+
+
+def chars_estimate(profile: Profile, counter: TokenCounter | None) -> Callable[[int], int] | None:
+    """The profile's estimate of a message as a function of ``len(message.text)`` alone, when
+    it is one (chars / 4, or a tokenizer rule with no tokenizer, plus the per-message overhead);
+    else None. Lets a session estimate messages whose bodies it was not given."""
+    if profile.estimator not in _CHARS_RULES:
+        return None
+    if counter is not None and profile.uses_counter():
+        return None
+    overhead = profile.estimate(Message(id="probe", role=Role.USER), counter)
+
+    def estimate(chars: int) -> int:
+        return -(-chars // 4) + overhead
+
+    for probe in _probes():
+        if profile.estimate(probe, counter) != estimate(len(probe.text)):
+            return None
+    return estimate
+
+
+def _probes() -> Iterator[Message]:
+    for text in _PROBE_TEXTS:
+        yield Message(id="probe", role=Role.USER, parts=(Part(type=PartType.TEXT, text=text),))
+    yield Message(
+        id="probe",
+        role=Role.ASSISTANT,
+        parts=(
+            Part(type=PartType.THINKING, text="why"),
+            Part(type=PartType.TOOL_CALL, tool_name="Bash", call_id="c", arguments='{"a":1}'),
+            Part(type=PartType.IMAGE, media_type="image/png", data_bytes=4000),
+        ),
+    )
+    yield Message(
+        id="probe",
+        role=Role.USER,
+        parts=(
+            Part(type=PartType.TOOL_RESULT, text="out\nput", call_id="c"),
+            Part(type=PartType.TEXT, text="more"),
+        ),
+    )
 
 
 def load_session(
@@ -122,8 +172,10 @@ def load_session(
     count_exact: bool = True,
     counter: TokenCounter | None = None,
     tokenize: bool = True,
+    parallel: bool | None = None,
 ) -> LoadedSession:
-    """Read a whole saved stream input into a new session."""
+    """Read a whole saved stream input into a new session. ``parallel``: read on two cores
+    when no bodies are needed (``formats.base.read_file``; None: by the file's size)."""
     counter = counter or counter_for(profile)
     parser = format_spec.make_parser(0, str(path))
 
@@ -134,10 +186,12 @@ def load_session(
         profile, counter, count_exact=count_exact, body_reader=read_back, tokenize=tokenize
     )
     session.add_source(str(path), format_spec.name)
+    # Counting exactly needs the texts; else the session keeps columns and estimates from the
+    # text's length: no message needs its body.
+    bodies = session.count_exact or session.estimate_chars is None
     try:
         with collector_paused():
-            for chunk in iter_chunks(path):
-                events = parser.feed(chunk)
+            for events in read_file(parser, path, bodies=bodies, parallel=parallel):
                 if events:
                     session.append(events)
             session.append(parser.finish())
@@ -153,7 +207,7 @@ def calibrate(profile: Profile, session: Session) -> Profile:
     window = session.info.get("context_window")
     if isinstance(window, int) and window > 0:
         found["context_window"] = window
-    for _, event in session.non_message_events():
+    for _, event in session.events_of(GuardEvaluated):
         if isinstance(event, GuardEvaluated) and event.targets:
             target = event.targets[0]
             found.update(

@@ -71,6 +71,7 @@ def _run(settings: dict[str, Any]) -> SweepRow:
         settings,
         estimate_for=estimator_for,
         summarizer=_WORKER["summarizer"],
+        reuse_estimates=True,  # the session was read with this profile's estimator
     )
 
 
@@ -89,7 +90,12 @@ def run_sweep(
         rows = []
         for i, settings in enumerate(combinations):
             row = run_one(
-                session, profile, settings, estimate_for=estimator_for, summarizer=summarizer
+                session,
+                profile,
+                settings,
+                estimate_for=estimator_for,
+                summarizer=summarizer,
+                reuse_estimates=True,  # the session was read with this profile's estimator
             )
             rows.append(row)
             if on_row:

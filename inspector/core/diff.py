@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import difflib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from inspector.core.facts import Survival, survival
-from inspector.core.policies.base import ContextItem, ItemStatus, PolicyResult
+from inspector.core.policies.base import ContextItem, ItemStatus, PolicyResult, full_changes
 
 TEXT_DIFF_LINES = 400
 
@@ -82,7 +83,7 @@ class ActionDiff:
         }
 
 
-_REMOVING = {
+REMOVING = {  # the statuses whose content the action took out of the context
     ItemStatus.PRUNED,
     ItemStatus.TRUNCATED,
     ItemStatus.SUMMARIZED,
@@ -91,13 +92,15 @@ _REMOVING = {
 }
 
 
-def diff_action(before: list[ContextItem], result: PolicyResult) -> ActionDiff:
-    """Compare the context before an action with the policy's result."""
+def diff_action(before: Sequence[ContextItem], result: PolicyResult) -> ActionDiff:
+    """Compare the context before an action with the policy's result: one row per message of
+    ``before`` in order (KEPT, same tokens, for those the result's changes do not list), then
+    one per message the action added."""
     after_by_id = {item.id: item for item in result.items}
     before_by_id = {item.id: item for item in before}
     rows: list[MessageDiff] = []
     removed_texts: list[str] = []
-    for change in result.changes:
+    for change in full_changes(before, result):
         old = before_by_id.get(change.id)
         new = after_by_id.get(change.id)
         source = old or new
@@ -105,7 +108,7 @@ def diff_action(before: list[ContextItem], result: PolicyResult) -> ActionDiff:
             continue
         lines: tuple[str, ...] = ()
         old_text = old.message.text if old is not None else ""
-        if change.status in _REMOVING and old is not None:
+        if change.status in REMOVING and old is not None:
             removed_texts.append(old_text)
         if old is not None and new is not None and old_text != new.message.text:
             lines = _text_diff(old_text, new.message.text, change.id)

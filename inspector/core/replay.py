@@ -13,8 +13,11 @@ settings reproduces the recorded figures.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import gc
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 from inspector.core.model import (
@@ -36,6 +39,7 @@ from inspector.core.policies import policy_for
 from inspector.core.policies.base import (
     Action,
     ContextItem,
+    ContextList,
     Policy,
     PolicyResult,
     Summarizer,
@@ -45,6 +49,7 @@ from inspector.core.session import MAIN_THREAD, Flag, Session, StepState
 from inspector.core.window import Zone
 
 OVERHEAD_ID = "__overhead__"
+_ITEM_ID = attrgetter("message.id")
 
 _KIND_OF_ACTION = {
     Action.COMPACT: "compaction",
@@ -131,27 +136,84 @@ Estimate = Callable[[Message], int]
 
 
 class _Context:
-    """The replayed context: items in order, with their total kept up to date."""
+    """The replayed context: its messages in order, in a ``ContextList`` (totals kept as it
+    changes), and their exact count, brought up to date when asked for (``exact``)."""
 
-    def __init__(self) -> None:
-        self.items: list[ContextItem] = []
-        self.total = 0
+    def __init__(self, count_exact: Callable[[ContextItem], int] | None) -> None:
+        self.items = ContextList()
+        self._count_exact = count_exact
+        self._exact_total = 0
+        self._uncounted: list[ContextItem] = []  # appended since the last ``exact``
+        self._recount = False  # the items were replaced since the last ``exact``
+        self._overhead = False  # the overhead item was put in for the request being replayed
+
+    @property
+    def total(self) -> int:
+        return self.items.tokens_total
 
     def append(self, item: ContextItem) -> None:
         self.items.append(item)
-        self.total += item.tokens
+        if self._count_exact is not None:
+            self._uncounted.append(item)
 
     def replace(self, items: Sequence[ContextItem]) -> None:
-        self.items = [i for i in items if i.id != OVERHEAD_ID]
-        self.total = sum(i.tokens for i in self.items)
+        """The context becomes ``items`` (a policy's result), without the overhead item."""
+        if isinstance(items, ContextList) and items.has_head:
+            # a policy's in-place edit of the context it was given: the head is the overhead
+            # item, the only one there is (the context holds none otherwise), and the marks
+            # stay valid
+            context = items.copy()
+            context.pop_head()
+        elif isinstance(items, ContextList) and not self._overhead:
+            context = items.copy()  # no overhead item this request: none to take out
+        else:
+            ids = list(map(_ITEM_ID, items))
+            if OVERHEAD_ID in ids:
+                context = ContextList(i for i in items if i.id != OVERHEAD_ID)
+            else:
+                context = ContextList(items)
+        self.items = context
+        self._uncounted.clear()
+        self._recount = True
+
+    def exact(self) -> int | None:
+        """The exact count of the messages in context, None without an exact counter."""
+        count = self._count_exact
+        if count is None:
+            return None
+        if self._recount:
+            self._exact_total = sum(count(i) for i in self.items)
+            self._recount = False
+        else:
+            self._exact_total += sum(count(i) for i in self._uncounted)
+        self._uncounted.clear()
+        return self._exact_total
 
     def reset_after(self, keep_through: str | None, keep_system: bool) -> None:
-        ids = [item.id for item in self.items]
-        if keep_through is not None and keep_through not in ids:
-            return  # the point to go back to is not in the replayed context: nothing to undo
-        cut = ids.index(keep_through) + 1 if keep_through is not None else 0
+        cut = 0
+        if keep_through is not None:
+            cut = next((p + 1 for p, i in enumerate(self.items) if i.id == keep_through), -1)
+            if cut < 0:
+                return  # the point to go back to is not in the replayed context: nothing to undo
         tail = [i for i in self.items[cut:] if keep_system and i.message.role is Role.SYSTEM]
         self.replace([*self.items[:cut], *tail])
+
+    @contextmanager
+    def with_overhead(self, overhead: int, has_messages: bool) -> Iterator[ContextList]:
+        """The context with the overhead item first, as its head (when there is one), for one
+        request (a ``replace`` meanwhile leaves the new context without it)."""
+        if overhead <= 0:
+            yield self.items
+            return
+        items = self.items
+        items.push_head(overhead_item(overhead, has_messages))
+        self._overhead = True
+        try:
+            yield items
+        finally:
+            self._overhead = False
+            if items.has_head:
+                items.pop_head()
 
 
 def replay(
@@ -162,8 +224,43 @@ def replay(
     summarizer: Summarizer,
     policy: Policy | None = None,
     exact: Callable[[Message], int] | None = None,
+    reuse_estimates: bool = False,
 ) -> ReplayResult:
-    """Replay ``session`` under ``profile``. Linear in the session's events."""
+    """Replay ``session`` under ``profile``. Linear in the session's events (the cyclic
+    garbage collector is paused meanwhile, see ``_collector_paused``).
+
+    ``reuse_estimates``: take each message's estimate from the session (``record(i).estimate``)
+    instead of calling ``estimate``: only for a session loaded with this profile's estimator
+    (the same rule and counter), as the engine commands know theirs is. An output the recording
+    dropped is restored at its recorded size and estimated again either way.
+    """
+    with _collector_paused():
+        return _replay(session, profile, estimate, summarizer, policy, exact, reuse_estimates)
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector for a replay: a replay allocates hundreds of
+    thousands of objects (messages read back, items, results) and makes no cycles, and the
+    collector would rescan everything alive again and again (a fifth of a long replay)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _replay(
+    session: Session,
+    profile: Profile,
+    estimate: Estimate,
+    summarizer: Summarizer,
+    policy: Policy | None,
+    exact: Callable[[Message], int] | None,
+    reuse_estimates: bool,
+) -> ReplayResult:
     policy = policy or policy_for(profile.agent)
     recorded_steps = session.steps
     recorded = recorded_decisions(session)
@@ -171,9 +268,16 @@ def replay(
     for d in recorded:
         recorded_by_step.setdefault(d.step, []).append(d)
     has_messages = session.message_count > 0
-    context = _Context()
-    exact_total: int | None = 0 if exact is not None else None
     exact_of: dict[str, int] = {}
+
+    def count_exact(item: ContextItem) -> int:
+        assert exact is not None
+        value = exact_of.get(item.id)
+        if value is None:
+            value = exact_of[item.id] = exact(item.message)
+        return value
+
+    context = _Context(count_exact if exact is not None else None)
     steps: list[ReplayStep] = []
     decisions: list[Decision] = []
     results: list[ActionRecord] = []
@@ -182,13 +286,6 @@ def replay(
     skip_summary = False
     dropped_sizes: dict[str, int] = {}
     pending: list[Decision] = []  # decisions taken in the build-up of the next request
-
-    def count_exact(item: ContextItem) -> int:
-        assert exact is not None
-        value = exact_of.get(item.id)
-        if value is None:
-            value = exact_of[item.id] = exact(item.message)
-        return value
 
     for raw in session.raw_events():
         if isinstance(raw, int):
@@ -201,7 +298,10 @@ def replay(
             message = session.body(raw)
             if rec.id in dropped_sizes:
                 message = _undropped(message, dropped_sizes.pop(rec.id))
-            item = ContextItem(message, estimate(message), raw)
+                tokens = estimate(message)
+            else:
+                tokens = rec.estimate if reuse_estimates else estimate(message)
+            item = ContextItem(message, tokens, raw)
             if message.kind is MessageKind.TOOL_RESULT:
                 original = item
                 admitted = policy.admit(item, context.items, profile, estimate)
@@ -239,62 +339,69 @@ def replay(
             else:
                 pre = max(0, recorded_tokens + offset + recorded_reduction)
                 overhead = pre
-            items = with_overhead(context.items, overhead, has_messages)
-            fired = [r for r in policy.manage(items, profile, estimate, summarizer) if r.fired]
-            replayed_reduction = 0
-            replayed_persistent = 0
-            step_decisions: list[Decision] = list(pending)
-            pending.clear()
-            adopt = (
-                not has_messages
-                and any(d.kind in _REDUCING for d in recorded_here)
-                and any(_KIND_OF_ACTION.get(r.action) in _REDUCING for r in fired)
-            )
-            if adopt:
-                # a log shows the figures but not the messages: where the replayed agent acts
-                # and the recorded one did too, the recorded path (prune, compaction, or both)
-                # is the best knowledge of what acting did
-                step_decisions += [
-                    Decision(step, d.kind, d.tokens_before, d.tokens_after, d.detail, d.persistent)
-                    for d in recorded_here
-                    if d.kind in _REDUCING
-                ]
-                replayed_reduction, replayed_persistent = recorded_reduction, recorded_persistent
-            for result in fired:
-                kind = _KIND_OF_ACTION.get(result.action, result.action.value)
-                if kind == "final_turn" and any(d.kind == kind for d in step_decisions):
-                    continue  # one forced final turn per request
-                if adopt and kind in _REDUCING:
-                    continue
-                persistent = bool(result.details.get("persistent", True))
-                step_decisions.append(
-                    Decision(
-                        step,
-                        kind,
-                        result.tokens_before,
-                        result.tokens_after,
-                        result.reason,
-                        persistent,
-                    )
+            with context.with_overhead(overhead, has_messages) as items:
+                fired = [r for r in policy.manage(items, profile, estimate, summarizer) if r.fired]
+                # what the fired results acted on, copied once one of them is recorded
+                before: list[ContextItem] | None = None
+                replayed_reduction = 0
+                replayed_persistent = 0
+                step_decisions: list[Decision] = list(pending)
+                pending.clear()
+                adopt = (
+                    not has_messages
+                    and any(d.kind in _REDUCING for d in recorded_here)
+                    and any(_KIND_OF_ACTION.get(r.action) in _REDUCING for r in fired)
                 )
-                results.append(ActionRecord(step, items, result))
-                if kind in _REDUCING:
-                    saved = max(0, result.tokens_saved)
-                    replayed_reduction += saved
-                    if persistent:
-                        replayed_persistent += saved
-                        context.replace(result.items)
+                if adopt:
+                    # a log shows the figures but not the messages: where the replayed agent
+                    # acts and the recorded one did too, the recorded path (prune, compaction,
+                    # or both) is the best knowledge of what acting did
+                    step_decisions += [
+                        Decision(
+                            step, d.kind, d.tokens_before, d.tokens_after, d.detail, d.persistent
+                        )
+                        for d in recorded_here
+                        if d.kind in _REDUCING
+                    ]
+                    replayed_reduction, replayed_persistent = (
+                        recorded_reduction,
+                        recorded_persistent,
+                    )
+                for result in fired:
+                    kind = _KIND_OF_ACTION.get(result.action, result.action.value)
+                    if kind == "final_turn" and any(d.kind == kind for d in step_decisions):
+                        continue  # one forced final turn per request
+                    if adopt and kind in _REDUCING:
+                        continue
+                    persistent = bool(result.details.get("persistent", True))
+                    step_decisions.append(
+                        Decision(
+                            step,
+                            kind,
+                            result.tokens_before,
+                            result.tokens_after,
+                            result.reason,
+                            persistent,
+                        )
+                    )
+                    if before is None:
+                        before = list(items)
+                    results.append(ActionRecord(step, before, result))
+                    if kind in _REDUCING:
+                        saved = max(0, result.tokens_saved)
+                        replayed_reduction += saved
+                        if persistent:
+                            replayed_persistent += saved
+                            context.replace(result.items)
             tokens = max(0, pre - replayed_reduction)
             offset += recorded_persistent - replayed_persistent
             decisions.extend(step_decisions)
-            if exact_total is not None and exact is not None:
-                exact_total = sum(count_exact(i) for i in context.items)
             steps.append(
                 ReplayStep(
                     step=step,
                     tokens=tokens,
                     estimated=context.total,
-                    exact=exact_total,
+                    exact=context.exact(),
                     recorded=recorded_tokens,
                     origin=state.origin if state is not None else Origin.ESTIMATED,
                     zone=profile.zone(pre),
@@ -330,7 +437,7 @@ def replay(
                     offset += event.tokens  # it fitted: the output stays in the context
     agreement, disagreements = compare(recorded, decisions)
     return ReplayResult(
-        profile, steps, decisions, recorded, agreement, disagreements, results, context.items
+        profile, steps, decisions, recorded, agreement, disagreements, results, list(context.items)
     )
 
 
@@ -341,29 +448,39 @@ def _unshown(state: StepState | None) -> int:
     return max(0, state.reported - state.estimated)
 
 
+_OVERHEAD_TEXT = {
+    True: "(context the transcript does not show: system prompt, tool schemas)",
+    False: "(the conversation, which this log does not show)",
+}
+_OVERHEAD_MESSAGES: dict[bool, Message] = {}
+
+
+def overhead_item(overhead: int, has_messages: bool) -> ContextItem:
+    """What a replayed figure holds beyond the replayed messages, as one META item."""
+    message = _OVERHEAD_MESSAGES.get(has_messages)
+    if message is None:
+        message = _OVERHEAD_MESSAGES[has_messages] = Message(
+            id=OVERHEAD_ID,
+            role=Role.SYSTEM if has_messages else Role.USER,
+            kind=MessageKind.META,
+            parts=(Part(type=PartType.TEXT, text=_OVERHEAD_TEXT[has_messages]),),
+        )
+    return ContextItem(message, overhead)
+
+
 def with_overhead(items: list[ContextItem], overhead: int, has_messages: bool) -> list[ContextItem]:
+    """A copy of ``items`` with the overhead item first (when there is one)."""
     if overhead <= 0:
         return list(items)
-    role = Role.SYSTEM if has_messages else Role.USER
-    text = (
-        "(context the transcript does not show: system prompt, tool schemas)"
-        if has_messages
-        else "(the conversation, which this log does not show)"
-    )
-    message = Message(
-        id=OVERHEAD_ID,
-        role=role,
-        kind=MessageKind.META,
-        parts=(Part(type=PartType.TEXT, text=text),),
-    )
-    return [ContextItem(message, overhead), *items]
+    return [overhead_item(overhead, has_messages), *items]
 
 
 def _admitted_item(result: PolicyResult, original: ContextItem) -> ContextItem:
-    for item in result.items:
-        if item.id == original.id:
-            return ContextItem(item.message, item.tokens, original.index)
-    return original
+    """The admitted output as it enters the context (``admit``'s result holds it alone)."""
+    if not result.items:
+        return original
+    item = result.items[0]
+    return ContextItem(item.message, item.tokens, original.index)
 
 
 def _undropped(message: Message, tokens: int) -> Message:

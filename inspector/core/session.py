@@ -5,6 +5,10 @@ provider's usage for a request belongs to the request's own step. The session ke
 record per message (role, kind, flags, token figures, byte offsets) in columns, not the message
 bodies: bodies are read back lazily through a bounded cache, so a large transcript stays small
 in memory. Appends come in batches, so a live file can be followed.
+
+A caller that needs no bodies (``stats --no-exact``) may have a reader hand the session a
+``MessageEntry`` instead of a ``MessageAdded`` (``Parser.feed_entries``): the message's columns
+only, its body read back by span when asked for. Both give the same record.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import IntFlag
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from inspector.core.model import (
     Compacted,
@@ -135,6 +139,27 @@ def _span(source: int, offset: int, length: int, line: int) -> SourceSpan:
     return span
 
 
+class MessageEntry(NamedTuple):
+    """A message known by its columns only: what a reader gives instead of a ``MessageAdded``
+    when no body is wanted (``Parser.feed_entries``). The session records it exactly as it records
+    the ``MessageAdded`` of the same message; the body is read back by span through the session's
+    body reader when asked for (there must be one). Its estimate comes from ``chars`` through
+    ``Session.estimate_chars`` when the session has one, else from the body read back."""
+
+    id: str
+    role: Role
+    kind: MessageKind
+    visible: bool
+    thread: str
+    tool_name: str | None  # ``Message.tool_name``
+    chars: int  # ``len(Message.text)``
+    tokens: int | None  # ``MessageAdded.tokens``: the format's own figure, reported
+    source: int  # the span of the message's record
+    offset: int
+    length: int
+    line: int
+
+
 class Counter(Protocol):
     """A token counter (``inspector.core.tokens.TokenCounter`` is one)."""
 
@@ -142,6 +167,7 @@ class Counter(Protocol):
 
 
 Estimator = Callable[[Message], int]
+CharsEstimator = Callable[[int], int]
 BodyReader = Callable[[SourceSpan], Sequence[Message]]
 
 # The per-message overhead added to a tokenizer's count of the text (role and separators).
@@ -307,8 +333,14 @@ class Session:
         count_exact: bool = False,
         body_reader: BodyReader | None = None,
         cache_size: int = BODY_CACHE_SIZE,
+        estimate_chars: CharsEstimator | None = None,
     ) -> None:
         self.estimator: Estimator = estimator or _chars4
+        # ``estimator`` as a function of ``len(message.text)``, when that is all it depends on:
+        # lets a ``MessageEntry`` be estimated without its body.
+        self.estimate_chars: CharsEstimator | None = estimate_chars
+        if estimator is None and estimate_chars is None:
+            self.estimate_chars = _chars4_of_length
         self.counter = counter
         self.count_exact = count_exact and counter is not None
         self.tokenized = True  # whether estimates may use a tokenizer (off for --no-exact)
@@ -317,6 +349,7 @@ class Session:
         self.table = MessageTable()
         self._events: list[Event | int] = []  # a message event is stored as its table index
         self._non_message = array("q")  # indices of the events that are not messages
+        self._of_type: dict[type, array[int]] = {}  # the same, by event class
         self._inline: dict[int, Message] = {}
         self._bodies: OrderedDict[int, Message] = OrderedDict()
         self._cache_size = cache_size
@@ -356,6 +389,19 @@ class Session:
         indices = self._non_message
         events = map(self._events.__getitem__, indices)
         return zip(indices, events, strict=False)  # type: ignore[arg-type]
+
+    def events_of(self, *classes: type[Event]) -> Iterator[tuple[int, Event]]:
+        """``(index, event)`` of the non-message events that are instances of ``classes``, in
+        order, without walking the others."""
+        picked = [indices for kind, indices in self._of_type.items() if issubclass(kind, classes)]
+        if not picked:
+            return iter(())
+        if len(picked) == 1:
+            order: Iterable[int] = picked[0]
+        else:
+            order = sorted(i for indices in picked for i in indices)
+        stored = self._events
+        return ((i, stored[i]) for i in order)  # type: ignore[misc]
 
     def record(self, index: int) -> MessageRecord:
         t = self.table
@@ -488,40 +534,62 @@ class Session:
         self.sources.append(SourceInfo(path=path, format=format_name))
         return len(self.sources) - 1
 
-    def append(self, events: Iterable[Event], exact_counts: Sequence[int] | None = None) -> int:
-        """Add a batch of events in order; returns how many were added.
+    def append(
+        self,
+        events: Iterable[Event | MessageEntry],
+        exact_counts: Sequence[int] | None = None,
+    ) -> int:
+        """Add a batch of events (or message entries) in order; returns how many were added.
 
         ``exact_counts``, when given, are the tokenizer's counts of the batch's messages in
         order (computed elsewhere, e.g. in a loading thread), so the session counts none itself.
         """
-        batch = list(events)
-        start_messages = len(self.table)
+        batch = events if isinstance(events, list) else list(events)
+        first_message = len(self.table)
+        next_message = first_message  # the table index of the batch's next message
         add_message = self._add_message
         stored = self._events
         store = stored.append
         note = self._non_message.append
+        of_type = self._of_type
+        entries: list[MessageEntry] = []  # entries not yet in the table (added column-wise)
+        entry_events: list[int] = []  # their event indices
         for event in batch:
             kind = type(event)
-            if kind is MessageAdded:
+            if kind is MessageEntry:
+                entry_events.append(len(stored))
+                store(next_message)
+                next_message += 1
+                entries.append(event)  # type: ignore[arg-type]
+                continue
+            if kind is MessageAdded or (kind not in _PLAIN and isinstance(event, MessageAdded)):
+                if entries:  # table rows stay in the order of their events
+                    self._add_entries(entries, entry_events)
+                    entries = []
+                    entry_events = []
                 add_message(event)  # type: ignore[arg-type]
-            elif kind in _PLAIN:
-                note(len(stored))
-                store(event)
-            elif isinstance(event, MessageAdded):
-                add_message(event)
-            else:
-                note(len(stored))
-                store(event)
+                next_message += 1
+                continue
+            index = len(stored)
+            note(index)
+            store(event)  # type: ignore[arg-type]
+            same = of_type.get(kind)
+            if same is None:
+                same = of_type[kind] = array("q")
+            same.append(index)
+            if kind not in _PLAIN:
                 if isinstance(event, ParseIssue):
-                    self.issues.append(len(stored) - 1)
+                    self.issues.append(index)
                 elif isinstance(event, SessionInfo):
                     self._note_info(event)
+        if entries:
+            self._add_entries(entries, entry_events)
         if exact_counts is not None:
             exact = self.table.exact
             for offset, count in enumerate(exact_counts):
-                exact[start_messages + offset] = count + MESSAGE_OVERHEAD
+                exact[first_message + offset] = count + MESSAGE_OVERHEAD
         elif self.count_exact:
-            self._count_new(start_messages, batch)
+            self._count_new(first_message, batch)
         self._derive(len(self._events) - len(batch))
         return len(batch)
 
@@ -562,9 +630,82 @@ class Session:
             t.line.append(0)
         self._events.append(index)
 
-    def _count_new(self, start: int, batch: list[Event]) -> None:
+    def _add_entries(self, entries: list[MessageEntry], event_index: list[int]) -> None:
+        """Record messages known by their columns (see ``MessageEntry``), column by column: the
+        same records as ``_add_message`` makes of their ``MessageAdded``. ``event_index``: where
+        each one's event is (already stored)."""
+        t = self.table
+        first = len(t)
+        count = len(entries)
+        (
+            ids,
+            roles,
+            kinds,
+            visible,
+            threads,
+            tools,
+            chars,
+            tokens,
+            sources,
+            offsets,
+            lengths,
+            lines,
+        ) = zip(*entries, strict=True)
+        # ``fromlist`` sizes a column once (``extend`` from a sequence grows it value by value)
+        t.ids.extend(ids)
+        t.index_of.update(zip(ids, range(first, first + count), strict=True))
+        t.role.fromlist(list(map(_ROLE_CODE.__getitem__, roles)))
+        t.kind.fromlist(list(map(_KIND_CODE.__getitem__, kinds)))
+        t.flags.fromlist([_VISIBLE if v else 0 for v in visible])
+        thread_code = t._thread_code
+        t.thread.fromlist(
+            [
+                code if (code := thread_code.get(name)) is not None else t.intern_thread(name)
+                for name in threads
+            ]
+        )
+        tool_code = t._tool_code
+        t.tool.fromlist(
+            [
+                -1
+                if name is None
+                else code
+                if (code := tool_code.get(name)) is not None
+                else t.intern_tool(name)
+                for name in tools
+            ]
+        )
+        t.chars.fromlist(list(chars))
+        estimate_chars = self.estimate_chars
+        if estimate_chars is not None:
+            t.estimate.fromlist(list(map(estimate_chars, chars)))
+        else:
+            t.estimate.extend(array("q", [0]) * count)  # filled below, from the bodies
+        t.exact.extend(array("q", [-1]) * count)
+        t.reported.fromlist([-1 if n is None else n for n in tokens])
+        t.step_added.extend(array("l", [0]) * count)
+        t.step_removed.extend(array("l", [-1]) * count)
+        t.event_index.fromlist(event_index)
+        t.source.fromlist(list(sources))
+        t.offset.fromlist(list(offsets))
+        t.length.fromlist(list(lengths))
+        t.line.fromlist(list(lines))
+        if estimate_chars is None:  # the estimate needs the body
+            for index in range(first, first + count):
+                t.estimate[index] = self.estimator(self.body(index))
+
+    def _count_new(self, start: int, batch: Sequence[Event | MessageEntry]) -> None:
         assert self.counter is not None
-        texts = [e.message.text for e in batch if isinstance(e, MessageAdded)]
+        texts: list[str] = []
+        index = start
+        for e in batch:
+            if isinstance(e, MessageAdded):
+                texts.append(e.message.text)
+            elif type(e) is MessageEntry:
+                texts.append(self.body(index).text)
+            else:
+                continue
+            index += 1
         counts = self.counter.count_batch(texts)
         for offset, count in enumerate(counts):
             self.table.exact[start + offset] = count + MESSAGE_OVERHEAD
@@ -604,60 +745,82 @@ class Session:
         step_added = t.step_added
         main = t._thread_code.get(MAIN_THREAD, -1)
         count_in = self._count_in
-        for index in range(start, len(events)):
+        estimate = t.estimate
+        exact = t.exact
+        step = self._open.step
+        live = run.live
+        end = len(events)
+        for index in range(start, end):
             item = events[index]
-            self._open.last_event = index
             kind = type(item)
-            if kind is int:
-                step_added[item] = self._open.step  # type: ignore[index]
-                if flags[item] & _VISIBLE and thread_of[item] == main:  # type: ignore[index]
-                    run.live[item] = None  # type: ignore[index]
-                    count_in(item, +1)  # type: ignore[arg-type]
+            if kind is int:  # a message (``_count_in`` inlined for the unpruned ones)
+                step_added[item] = step  # type: ignore[index]
+                bits = flags[item]  # type: ignore[index]
+                if bits & _VISIBLE and thread_of[item] == main:  # type: ignore[index]
+                    live[item] = None  # type: ignore[index]
+                    if bits & _PRUNED:
+                        count_in(item, +1)  # type: ignore[arg-type]
+                    else:
+                        run.estimated += estimate[item]  # type: ignore[index]
+                        tokens = exact[item]  # type: ignore[index]
+                        if tokens >= 0:
+                            run.exact += tokens
+                        else:
+                            run.exact_unknown += 1
                 continue
+            self._open.last_event = index
             if kind in _INERT:
                 continue
-            event = item
-            if isinstance(event, RequestSent):
-                if event.thread == MAIN_THREAD:
-                    self._close_step(index)
-            elif isinstance(event, UsageReported):
-                if event.thread == MAIN_THREAD and self.steps:
-                    # usage answers the latest request: it belongs to that request's step
-                    last = self.steps[-1]
-                    last.usage = event.usage
-                    last.reported = event.usage.prompt_tokens
-                    last.reported_label = "usage"
-                    if self._open.first_event == index:
-                        self._open.first_event = index + 1
-                        last.last_event = index
-            elif isinstance(event, ContextMeasured):
-                self._measure(event.tokens, event.label or "agent")
-            elif isinstance(event, GuardEvaluated):
-                run.guard = event
-            elif isinstance(event, Compacted):
-                if event.thread == MAIN_THREAD and not event.failed:
-                    self._compact(event)
+            self._event(item, index)  # type: ignore[arg-type]
+            step = self._open.step
+            live = run.live
+        if end > start:
+            self._open.last_event = end - 1
+
+    def _event(self, event: Event, index: int) -> None:
+        """Derive the state after one event that is not a message."""
+        run = self._run
+        if isinstance(event, RequestSent):
+            if event.thread == MAIN_THREAD:
+                self._close_step(index)
+        elif isinstance(event, UsageReported):
+            if event.thread == MAIN_THREAD and self.steps:
+                # usage answers the latest request: it belongs to that request's step
+                last = self.steps[-1]
+                last.usage = event.usage
+                last.reported = event.usage.prompt_tokens
+                last.reported_label = "usage"
+                if self._open.first_event == index:
+                    self._open.first_event = index + 1
+                    last.last_event = index
+        elif isinstance(event, ContextMeasured):
+            self._measure(event.tokens, event.label or "agent")
+        elif isinstance(event, GuardEvaluated):
+            run.guard = event
+        elif isinstance(event, Compacted):
+            if event.thread == MAIN_THREAD and not event.failed:
+                self._compact(event)
+            if event.tokens_before is not None:
+                self._measure(event.tokens_before, "compaction", peak_only=True)
+            if event.tokens_after is not None and not event.failed:
+                self._measure(event.tokens_after, "compaction")
+            run.compactions += 1
+        elif isinstance(event, ContextReset):
+            if event.thread == MAIN_THREAD:
+                self._reset(event)
+        elif isinstance(event, Pruned):
+            if event.applied:
+                for mid in event.message_ids:
+                    self._prune(mid)
                 if event.tokens_before is not None:
-                    self._measure(event.tokens_before, "compaction", peak_only=True)
-                if event.tokens_after is not None and not event.failed:
-                    self._measure(event.tokens_after, "compaction")
-                run.compactions += 1
-            elif isinstance(event, ContextReset):
-                if event.thread == MAIN_THREAD:
-                    self._reset(event)
-            elif isinstance(event, Pruned):
-                if event.applied:
-                    for mid in event.message_ids:
-                        self._prune(mid)
-                    if event.tokens_before is not None:
-                        self._measure(event.tokens_before, "prune", peak_only=True)
-                    if event.tokens_after is not None:
-                        self._measure(event.tokens_after, "prune")
-                    run.prunes += 1
-            elif isinstance(event, ToolOutputChanged):
-                self._tool_output(event)
-            elif isinstance(event, FinalTurnForced):
-                run.final_turn = True
+                    self._measure(event.tokens_before, "prune", peak_only=True)
+                if event.tokens_after is not None:
+                    self._measure(event.tokens_after, "prune")
+                run.prunes += 1
+        elif isinstance(event, ToolOutputChanged):
+            self._tool_output(event)
+        elif isinstance(event, FinalTurnForced):
+            run.final_turn = True
 
     def _measure(self, tokens: int, label: str, *, peak_only: bool = False) -> None:
         run = self._run
@@ -802,6 +965,10 @@ class Session:
 
 def _chars4(message: Message) -> int:
     return -(-len(message.text) // 4)
+
+
+def _chars4_of_length(chars: int) -> int:
+    return -(-chars // 4)
 
 
 def _marker_message() -> Message:

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -136,28 +137,65 @@ def _messages_by_role_and_kind(session: Session) -> list[dict[str, Any]]:
 def _zone_crossings(steps: list[StepState], profile: Profile) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     previous = Zone.SAFE
+    zone_of = _zones(profile)
     for state in steps:
-        zone = profile.zone(state.peak)
+        tokens = state.tokens
+        peak = state.peak
+        zone = zone_of(peak)
         if zone != previous:
             out.append(
-                {"step": state.step, "from": previous.value, "to": zone.value, "tokens": state.peak}
+                {"step": state.step, "from": previous.value, "to": zone.value, "tokens": peak}
             )
             previous = zone
-        after = profile.zone(state.tokens)
+        after = zone_of(tokens)
         if after != zone:
             out.append(
-                {"step": state.step, "from": zone.value, "to": after.value, "tokens": state.tokens}
+                {"step": state.step, "from": zone.value, "to": after.value, "tokens": tokens}
             )
             previous = after
     return out
 
 
+_MAX_TOKENS = 1 << 62
+
+
+def _zones(profile: Profile) -> Callable[[int], Zone]:
+    """``profile.zone`` for many figures: zones are ordered by fullness (safe, then warning,
+    then overflow as the context grows), so where each begins is found once, by bisection over
+    ``profile.zone``, and a figure's zone is two comparisons (``zone`` itself is costly per call).
+    """
+
+    def first(zones: tuple[Zone, ...]) -> int:
+        """The smallest figure whose zone is one of ``zones`` (past the top: none is)."""
+        if profile.zone(_MAX_TOKENS) not in zones:
+            return _MAX_TOKENS + 1
+        lo, hi = 0, _MAX_TOKENS
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if profile.zone(mid) in zones:
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+
+    overflow = first((Zone.OVERFLOW,))
+    warning = first((Zone.WARNING, Zone.OVERFLOW))
+
+    def zone(tokens: int) -> Zone:
+        if tokens >= overflow:
+            return Zone.OVERFLOW
+        if tokens >= warning:
+            return Zone.WARNING
+        return Zone.SAFE
+
+    return zone
+
+
 def _compactions(session: Session, steps: list[StepState]) -> list[dict[str, Any]]:
     by_step = {s.step: s for s in steps}
     out = []
-    for index, event in session.non_message_events():
-        if not isinstance(event, Compacted):
-            continue
+    for index, event in session.events_of(Compacted):
+        assert isinstance(event, Compacted)
         step = session.step_at(index)
         before = event.tokens_before
         if before is None:
@@ -194,7 +232,7 @@ def _context_before(by_step: dict[int, StepState], step: int) -> int | None:
 
 def _prunes(session: Session) -> list[dict[str, Any]]:
     out = []
-    for index, event in session.non_message_events():
+    for index, event in session.events_of(Pruned):
         if isinstance(event, Pruned) and event.applied:
             recovered = event.tokens_recovered
             if recovered is None and event.tokens_before is not None and event.tokens_after:
@@ -217,7 +255,7 @@ def _final_turns(session: Session) -> list[dict[str, Any]]:
             "projected_tokens": event.projected_tokens,
             "limit_tokens": event.limit_tokens,
         }
-        for index, event in session.non_message_events()
+        for index, event in session.events_of(FinalTurnForced)
         if isinstance(event, FinalTurnForced)
     ]
 
@@ -225,7 +263,7 @@ def _final_turns(session: Session) -> list[dict[str, Any]]:
 def _count_tool_outputs(session: Session, action: ToolOutputAction) -> int:
     return sum(
         1
-        for _, event in session.non_message_events()
+        for _, event in session.events_of(ToolOutputChanged)
         if isinstance(event, ToolOutputChanged) and event.action is action
     )
 

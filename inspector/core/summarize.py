@@ -30,6 +30,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any
 
 from inspector.core.estimate import Counter
@@ -59,7 +60,11 @@ _SPACES = re.compile(r"\s+")
 
 
 def _one_line(text: str) -> str:
-    return _SPACES.sub(" ", text).strip()
+    """Whitespace runs as one space, no leading or trailing space (``\\s`` and ``str.split``
+    agree on what whitespace is)."""
+    if text.isprintable() and "  " not in text and text[:1] != " " and text[-1:] != " ":
+        return text  # one line already: the only whitespace a printable text holds is " "
+    return " ".join(text.split())
 
 
 def _chars_over_four(text: str) -> int:
@@ -162,6 +167,10 @@ _SHELL_TOOLS = frozenset(
     }
 )
 _TOKEN = re.compile(r"[^\s'\"`()\[\]{}<>,;|=]+")
+# ``_TOKEN``'s breaks other than whitespace, made spaces: ``translate`` then ``split`` gives
+# the same tokens, faster
+_TOKEN_BREAKS = str.maketrans(dict.fromkeys("'\"`()[]{}<>,;|=", " "))
+_MISSING: Any = object()
 _LINE_SUFFIX = re.compile(r"(?::\d+){1,2}$")
 _PATH_CHARS = re.compile(r"[\w./~+@-]+")
 _LETTER = re.compile(r"[A-Za-z]")
@@ -188,6 +197,15 @@ _PLAN = re.compile(
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•]\s+(?:\[[ xX]\]\s*)?|\d+[.)]\s+)")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
 _DECORATION = re.compile(r"^[=\-*#_~ ]{3,}|[=\-*#_~ ]{3,}$")
+_RULE_CHARS = frozenset("=-*#_~ ")  # a line without one at either end has no banner rule
+_TWO_WORDS = re.compile(r"[A-Za-z]+[^A-Za-z]+[A-Za-z]")  # at least two runs of letters
+_ERROR_LOWER = re.compile(
+    r"\b(?:errors?|exceptions?|traceback|failed|failures?|fatal|panic(?:ked)?)\b"
+)  # ``_ERROR``'s case-insensitive part, for lower-cased ASCII text
+_ERROR_CAMEL = re.compile(r"[a-z](?:Error|Exception)\b")  # and its case-sensitive part
+_ERROR_WORDS = ("error", "exception", "traceback", "fail", "fatal", "panic")
+_FOLDS_TO_ASCII = "\u0130\u0131\u017f\u212a"  # İ ı ſ K: IGNORECASE matches them to i, s, k
+_NEXT_LINE = re.compile(r"\s*(todo|next)\b", re.IGNORECASE)
 _MIN_SENTENCE = 12
 _ERRORS_PER_MESSAGE = 3
 
@@ -211,17 +229,32 @@ def _looks_like_path(token: str) -> bool:
     return len(segments) >= 3 and all(len(s) >= 2 for s in segments)
 
 
+def _path_of(token: str) -> str | None:
+    """The path a token names (trailing punctuation and ``:line`` suffix removed), if any."""
+    token = _LINE_SUFFIX.sub("", token.strip(".:!?"))
+    return token if _looks_like_path(token) else None
+
+
+_PATH_OF: dict[str, str | None] = {}  # memo of ``_path_of`` (a pure function), bounded
+_PATH_MEMO_SIZE = 65_536
+
+
 def _paths_in(text: str) -> list[str]:
-    found: list[str] = []
-    for match in _TOKEN.finditer(text):
-        token = match.group()
+    """The paths named in ``text``, each once, in the order of their latest mention (tokens as
+    ``_TOKEN`` finds them). Each distinct token is looked at once, newest first."""
+    latest: dict[str, None] = {}
+    memo = _PATH_OF
+    for token in dict.fromkeys(reversed(text.translate(_TOKEN_BREAKS).split())):
         if "/" not in token and "." not in token and token not in _BARE_FILES:
             continue  # most words: no path without a slash or an extension
-        token = token.strip(".:!?")
-        token = _LINE_SUFFIX.sub("", token)
-        if _looks_like_path(token):
-            found.append(token)
-    return found
+        path = memo.get(token, _MISSING)
+        if path is _MISSING:
+            if len(memo) >= _PATH_MEMO_SIZE:
+                memo.clear()
+            path = memo[token] = _path_of(token)
+        if path is not None and path not in latest:
+            latest[path] = None
+    return list(reversed(latest))
 
 
 def _is_shell_tool(name: str | None) -> bool:
@@ -258,24 +291,124 @@ def _first_line(text: str) -> str:
     return f"{lines[0]} (+{len(lines) - 1} more lines)"
 
 
+def _unlisted(line: str) -> str:
+    """``line`` without its list marker (``- ``, ``* [x] ``, ``1. ``), stripped."""
+    if line.startswith("- ") and not line[2:3].isspace() and line[2:3] != "[":
+        return line[2:].strip()  # what ``_LIST_ITEM`` removes here, faster
+    first = line.lstrip()[:1]
+    if first in ("-", "*", "•") or first.isdecimal():
+        line = _LIST_ITEM.sub("", line)
+    return line.strip()
+
+
 def _sentences(text: str) -> list[str]:
     out: list[str] = []
     for line in text.splitlines():
-        line = _LIST_ITEM.sub("", line).strip()
+        line = _unlisted(line)
         if line:
             out.extend(s.strip() for s in _SENTENCE_END.split(line) if s.strip())
     return out
 
 
 def _is_error_line(line: str) -> bool:
-    if not _ERROR.search(line) or _NOT_ERROR.search(line):
+    if not _has_error_word(line) or _NOT_ERROR.search(line):
         return False
-    return len(re.findall(r"[A-Za-z]+", line)) >= 2  # not a banner such as "=== FAILURES ==="
+    return _TWO_WORDS.search(line) is not None  # not a banner such as "=== FAILURES ==="
+
+
+def _has_error_word(line: str) -> bool:
+    """``_ERROR.search(line)``, faster on ASCII text (where its case-insensitive part matches
+    exactly where its lower-case form matches the lower-cased line)."""
+    if not line.isascii():
+        return _ERROR.search(line) is not None
+    return _ERROR_LOWER.search(line.lower()) is not None or _ERROR_CAMEL.search(line) is not None
 
 
 def _undecorated(line: str) -> str:
     """A line without its banner rules (``=== 1 failed ===`` -> ``1 failed``)."""
-    return _DECORATION.sub("", _one_line(line))
+    line = _one_line(line)
+    if line[:1] in _RULE_CHARS or line[-1:] in _RULE_CHARS:
+        return _DECORATION.sub("", line)
+    return line
+
+
+def _error_hit(raw: str) -> str:
+    """The error line ``raw`` makes (undecorated, on one line), or ""."""
+    if not _has_error_word(raw):
+        return ""
+    line = _one_line(raw)
+    if line[:1] in _RULE_CHARS or line[-1:] in _RULE_CHARS:
+        line = _DECORATION.sub("", line)
+        return line if line and _is_error_line(line) else ""
+    # ``_is_error_line``, less what cannot change: spaces do not change what ``_ERROR`` finds
+    return line if line and not _NOT_ERROR.search(line) and _TWO_WORDS.search(line) else ""
+
+
+def _may_hold_error(low: str) -> bool:
+    """Whether a lower-cased line holds one of ``_ERROR_WORDS``."""
+    return (
+        "error" in low
+        or "fail" in low
+        or "exception" in low
+        or "traceback" in low
+        or "fatal" in low
+        or "panic" in low
+    )
+
+
+def _error_lines(text: str, is_error: bool) -> list[str]:
+    """The error lines of one part's text (a failed tool's first line when none looks like an
+    error). A cheap filter first: every word ``_ERROR`` looks for holds one of
+    ``_ERROR_WORDS`` in lower case, unless the text holds one of the four non-ASCII letters
+    that its case-insensitive part also matches (then every line is tried)."""
+    raw_lines = text.splitlines()
+    hits: list[str] = []
+    lowered = text.lower()
+    folds = any(c in text for c in _FOLDS_TO_ASCII)
+    if folds or any(word in lowered for word in _ERROR_WORDS):
+        # ``lower`` neither adds nor removes line breaks: the lines pair up
+        for raw, low in zip(raw_lines, lowered.splitlines(), strict=True):
+            if folds or _may_hold_error(low):
+                hit = _error_hit(raw)
+                if hit:
+                    hits.append(hit)
+    if not hits and is_error:
+        hits = [line for line in map(_undecorated, raw_lines) if line][:1]
+    return hits
+
+
+def _last_error_lines(text: str, is_error: bool, keep: int) -> list[str]:
+    """``list(dict.fromkeys(_error_lines(text, is_error)))[-keep:]``, read from the end.
+
+    The last ``keep`` distinct error lines, each counted at its first occurrence: a line found
+    from the end is a first occurrence when its longest word appears nowhere before it (every
+    word of an error line lies within the raw line it comes from); when it does appear before,
+    the whole text is read instead.
+    """
+    lowered = text.lower()
+    folds = any(c in text for c in _FOLDS_TO_ASCII)
+    if not folds and not any(word in lowered for word in _ERROR_WORDS):
+        return _error_lines(text, is_error)  # no error line: at most the failed tool's line
+    raw_lines = text.splitlines()
+    starts = list(accumulate(map(len, text.splitlines(keepends=True)), initial=0))
+    low_lines = lowered.splitlines()
+    found: list[str] = []  # newest first
+    for index in range(len(raw_lines) - 1, -1, -1):
+        if not folds and not _may_hold_error(low_lines[index]):
+            continue
+        hit = _error_hit(raw_lines[index])
+        if not hit:
+            continue
+        word = max(hit.split(" "), key=len)
+        if hit in found or text.find(word, 0, starts[index]) >= 0:
+            return list(dict.fromkeys(_error_lines(text, is_error)))[-keep:]
+        found.append(hit)
+        if len(found) >= keep:
+            break
+    if not found:
+        return _error_lines(text, is_error)
+    found.reverse()
+    return found
 
 
 def _is_heading(line: str) -> bool:
@@ -316,11 +449,232 @@ class _Ordered:
             self._lines.pop(line, None)
             self._lines[line] = None
 
+    def extend_distinct(self, lines: Iterable[str]) -> None:
+        """``add`` of lines already in one-line form, non-empty and distinct."""
+        for line in lines:
+            self._lines.pop(line, None)
+            self._lines[line] = None
+
     def lines(self) -> list[str]:
         return list(self._lines)
 
 
-def _extract(messages: Sequence[Message]) -> dict[str, list[str]]:
+# What is read of a long text: its head and its tail. Facts cluster at the ends of tool outputs
+# (the command's first lines, the error and the summary line at the end); the middle of a long
+# listing repeats itself. Cuts fall on line breaks (else on a space) within these windows.
+SCAN_HEAD_CHARS = 4_000
+SCAN_TAIL_CHARS = 2_000
+
+
+def _scanned(text: str) -> str:
+    """``text`` when it is at most ``SCAN_HEAD_CHARS + SCAN_TAIL_CHARS`` characters long, else
+    its head and tail (whole lines when the windows hold a line break) joined by a line break."""
+    head, tail = SCAN_HEAD_CHARS, SCAN_TAIL_CHARS
+    if len(text) <= head + tail:
+        return text
+    first = text[:head]
+    cut = first.rfind("\n")
+    if cut < 0:
+        cut = first.rfind(" ")
+    if cut > 0:
+        first = first[:cut]
+    last = text[len(text) - tail :] if tail > 0 else ""
+    cut = last.find("\n")
+    if cut < 0:
+        cut = last.find(" ")
+    if cut >= 0:
+        last = last[cut + 1 :]
+    return f"{first}\n{last}"
+
+
+@dataclass(frozen=True)
+class _Facts:
+    """What one message contributes to a summary (see ``_message_facts``)."""
+
+    kind: str  # "meta" (nothing but its text as an assistant's), "summary" or "message"
+    earlier: tuple[str, ...] = ()  # an earlier summary's lines
+    request: str = ""  # a user's request, on one line
+    files: tuple[str, ...] = ()  # one line each, distinct, in order of their latest mention
+    commands: tuple[str, ...] = ()
+    errors: tuple[str, ...] = ()  # the last few distinct error lines
+    decisions: tuple[str, ...] = ()  # in order, repeats included
+    said: bool = False  # an assistant's message with text (what ``resolution`` can read)
+    resolution: str = ""  # its first sentence that is not an error line nor a heading
+    text: str = ""  # an assistant's text (for the next steps, read from the last one)
+
+
+def _distinct_lines(lines: Iterable[str], *, one_line: bool = True) -> tuple[str, ...]:
+    """One-line forms, without empty ones, each once at its latest place (``_Ordered.add``
+    over them gives the same order as over the originals). ``one_line=False``: the lines are
+    in that form already."""
+    ordered: dict[str, None] = {}
+    for line in lines:
+        if one_line:
+            line = _one_line(line)
+        if line:
+            ordered.pop(line, None)
+            ordered[line] = None
+    return tuple(ordered)
+
+
+def _resolution(text: str) -> str:
+    for line in text.splitlines():
+        if line.strip() and not _is_error_line(line) and not _is_heading(line):
+            sentences = _sentences(line)
+            return sentences[0] if sentences else ""
+    return ""
+
+
+def _carried_over(text: str) -> tuple[str, ...]:
+    """What an earlier summary's text carries over: its lines without list markers, less the
+    empty ones and the headings (lines that end with a colon), on one line each, distinct."""
+    lines = (_unlisted(line) for line in text.splitlines())
+    return _distinct_lines(line for line in lines if line and not line.endswith(":"))
+
+
+def _then(first: tuple[str, ...], then: tuple[str, ...]) -> tuple[str, ...]:
+    """``_distinct_lines(first + then)`` for two tuples of distinct one-line lines."""
+    if not first:
+        return then
+    later = set(then)
+    return (*(line for line in first if line not in later), *then)
+
+
+def _summary_lines(text: str, rendered: Mapping[str, tuple[str, ...]] | None) -> tuple[str, ...]:
+    """``_carried_over(text)``, taken from ``rendered`` when ``text`` ends with a summary this
+    summarizer wrote (after a prefix that ends a line: a policy's header)."""
+    if rendered:
+        for summary, lines in rendered.items():
+            if text.endswith(summary):
+                prefix = text[: len(text) - len(summary)]
+                if not prefix or prefix.endswith("\n"):
+                    return _then(_carried_over(prefix), lines)
+    return _carried_over(text)
+
+
+def _message_facts(
+    message: Message, rendered: Mapping[str, tuple[str, ...]] | None = None
+) -> _Facts:
+    """One message's facts, from the head and tail of each long text (``_scanned``); an
+    earlier summary is read whole (it is facts already), and so are a user's request and a
+    tool call's arguments (decoded as JSON; their long strings scanned like texts)."""
+    said = False
+    resolution = text = ""
+    if message.role is Role.ASSISTANT:
+        text = _scanned("\n".join(_plain_texts(message)))
+        said = bool(text.strip())
+        resolution = _resolution(text) if said else ""
+    if message.kind is MessageKind.META:
+        return _Facts("meta", said=said, resolution=resolution, text=text)
+    if message.kind is MessageKind.SUMMARY:
+        earlier: tuple[str, ...] = ()
+        for content in _content_texts(message):
+            earlier = _then(earlier, _summary_lines(content, rendered))
+        return _Facts("summary", earlier=earlier, said=said, resolution=resolution, text=text)
+    request = ""
+    if message.role is Role.USER and message.kind is MessageKind.MESSAGE:
+        request = _one_line(" ".join(_plain_texts(message)))
+    files: list[str] = []
+    commands: list[str] = []
+    for content in _content_texts(message):
+        content = _scanned(content)
+        files.extend(_paths_in(content))
+        if "$ " in content:
+            commands.extend(match.group(1) for match in _DOLLAR.finditer(content))
+    for call in _tool_calls(message):
+        parsed, value = _parse_json(call.arguments)
+        if parsed:
+            for key, string in _strings(value):
+                if key in _PATH_KEYS and "\n" not in string and 0 < len(string) < 300:
+                    files.append(_one_line(string))
+                else:
+                    files.extend(_paths_in(_scanned(string)))
+        elif isinstance(value, str):
+            files.extend(_paths_in(_scanned(value)))
+        if _is_shell_tool(call.tool_name):
+            command = _command_of(call)
+            if command:
+                commands.append(command)
+    errors: tuple[str, ...] = ()
+    if message.role is not Role.SYSTEM and message.role is not Role.DEVELOPER:
+        parts = [
+            part
+            for part in message.parts
+            if part.type in (PartType.TEXT, PartType.TOOL_RESULT) and part.text
+        ]
+        if len(parts) == 1:
+            last = _last_error_lines(
+                _scanned(parts[0].text), parts[0].is_error, _ERRORS_PER_MESSAGE
+            )
+            errors = tuple(last)
+        else:
+            found: list[str] = []
+            for part in parts:
+                found.extend(_error_lines(_scanned(part.text), part.is_error))
+            errors = tuple(list(dict.fromkeys(found))[-_ERRORS_PER_MESSAGE:])
+    decisions: tuple[str, ...] = ()
+    if message.role is Role.ASSISTANT:
+        decisions = tuple(
+            sentence
+            for sentence in _sentences(text)
+            if len(sentence) >= _MIN_SENTENCE and _DECISION.search(sentence)
+        )
+    return _Facts(
+        "message",
+        request=request,
+        files=_distinct_lines(files, one_line=False),
+        commands=_distinct_lines(commands),
+        errors=errors,
+        decisions=decisions,
+        said=said,
+        resolution=resolution,
+        text=text,
+    )
+
+
+def _fingerprint(message: Message) -> tuple[object, ...]:
+    """What ``_message_facts`` reads of a message, as lengths and hashes (strings cache their
+    hash, so this is cheap; it keeps no text alive)."""
+    return (
+        message.id,
+        message.role,
+        message.kind,
+        tuple(
+            (
+                p.type,
+                len(p.text),
+                hash(p.text),
+                hash(p.arguments),
+                p.is_error,
+                p.tool_name,
+            )
+            for p in message.parts
+        ),
+    )
+
+
+def _next_steps(last: str) -> list[str]:
+    next_steps: list[str] = []
+    for line in last.splitlines():
+        if not line.strip() or _is_heading(line):
+            continue
+        if _LIST_ITEM.match(line) or _NEXT_LINE.match(line):
+            next_steps.append(_one_line(_LIST_ITEM.sub("", line)))
+            continue
+        next_steps.extend(
+            s for s in _sentences(line) if len(s) >= _MIN_SENTENCE and _PLAN.search(s)
+        )
+    if not next_steps:
+        sentences = _sentences(last)
+        if sentences:
+            next_steps.append(f"last said: {sentences[-1]}")
+    return list(dict.fromkeys(_one_line(s) for s in next_steps if s.strip()))
+
+
+def _extract(
+    messages: Sequence[Message], facts_of: Callable[[Message], _Facts] = _message_facts
+) -> dict[str, list[str]]:
+    facts = [facts_of(m) for m in messages]
     requests: list[str] = []
     earlier = _Ordered()
     files = _Ordered()
@@ -328,99 +682,34 @@ def _extract(messages: Sequence[Message]) -> dict[str, list[str]]:
     errors = _Ordered()
     decisions = _Ordered()
 
-    assistant_texts = [
-        "\n".join(_plain_texts(m)) if m.role is Role.ASSISTANT else "" for m in messages
-    ]
+    # what an error was followed by: the next assistant message with text, its first sentence
+    fixes = [""] * len(facts)
+    fix = ""
+    for index in range(len(facts) - 1, -1, -1):
+        fixes[index] = fix
+        if facts[index].said:
+            fix = facts[index].resolution
 
-    def resolution_after(index: int) -> str:
-        for text in assistant_texts[index + 1 :]:
-            if not text.strip():
-                continue
-            for line in text.splitlines():
-                if line.strip() and not _is_error_line(line) and not _is_heading(line):
-                    sentences = _sentences(line)
-                    return sentences[0] if sentences else ""
-            return ""
-        return ""
-
-    for index, message in enumerate(messages):
-        if message.kind is MessageKind.META:
+    for index, fact in enumerate(facts):
+        if fact.kind == "meta":
             continue
-        if message.kind is MessageKind.SUMMARY:
-            for text in _content_texts(message):
-                for line in text.splitlines():
-                    line = _LIST_ITEM.sub("", line).strip()
-                    if line and not line.endswith(":"):
-                        earlier.add(line)
+        if fact.kind == "summary":
+            earlier.extend_distinct(fact.earlier)
             continue
-        texts = _content_texts(message)
-        if message.role is Role.USER and message.kind is MessageKind.MESSAGE:
-            request = _one_line(" ".join(_plain_texts(message)))
-            if request:
-                requests.append(request)
-        for text in texts:
-            for path in _paths_in(text):
-                files.add(path)
-            for match in _DOLLAR.finditer(text):
-                commands.add(match.group(1))
-        for call in _tool_calls(message):
-            parsed, value = _parse_json(call.arguments)
-            if parsed:
-                for key, string in _strings(value):
-                    if key in _PATH_KEYS and "\n" not in string and 0 < len(string) < 300:
-                        files.add(string.strip())
-                    else:
-                        for path in _paths_in(string):
-                            files.add(path)
-            elif isinstance(value, str):
-                for path in _paths_in(value):
-                    files.add(path)
-            if _is_shell_tool(call.tool_name):
-                command = _command_of(call)
-                if command:
-                    commands.add(command)
-        if message.role is not Role.SYSTEM and message.role is not Role.DEVELOPER:
-            found: list[str] = []
-            for part in message.parts:
-                if part.type not in (PartType.TEXT, PartType.TOOL_RESULT) or not part.text:
-                    continue
-                raw_lines = part.text.splitlines()
-                hits = [
-                    line
-                    for line in (_undecorated(r) for r in raw_lines if _ERROR.search(r))
-                    if line and _is_error_line(line)
-                ]
-                if not hits and part.is_error:
-                    hits = [line for line in map(_undecorated, raw_lines) if line][:1]
-                found.extend(hits)
-            distinct = list(dict.fromkeys(found))[-_ERRORS_PER_MESSAGE:]
-            if distinct:
-                fix = resolution_after(index)
-                for line in distinct[:-1]:
-                    errors.add(line)
-                errors.add(f"{distinct[-1]} → {fix}" if fix else distinct[-1])
-        if message.role is Role.ASSISTANT:
-            for sentence in _sentences(assistant_texts[index]):
-                if len(sentence) >= _MIN_SENTENCE and _DECISION.search(sentence):
-                    decisions.add(sentence)
+        if fact.request:
+            requests.append(fact.request)
+        files.extend_distinct(fact.files)
+        commands.extend_distinct(fact.commands)
+        if fact.errors:
+            for line in fact.errors[:-1]:
+                errors.add(line)
+            last_error = fact.errors[-1]
+            errors.add(f"{last_error} → {fixes[index]}" if fixes[index] else last_error)
+        for sentence in fact.decisions:
+            decisions.add(sentence)
 
-    next_steps: list[str] = []
-    last = next((t for t in reversed(assistant_texts) if t.strip()), "")
-    if last:
-        for line in last.splitlines():
-            if not line.strip() or _is_heading(line):
-                continue
-            if _LIST_ITEM.match(line) or re.match(r"\s*(todo|next)\b", line, re.IGNORECASE):
-                next_steps.append(_one_line(_LIST_ITEM.sub("", line)))
-                continue
-            next_steps.extend(
-                s for s in _sentences(line) if len(s) >= _MIN_SENTENCE and _PLAN.search(s)
-            )
-        if not next_steps:
-            sentences = _sentences(last)
-            if sentences:
-                next_steps.append(f"last said: {sentences[-1]}")
-    next_steps = list(dict.fromkeys(_one_line(s) for s in next_steps if s.strip()))
+    last = next((f.text for f in reversed(facts) if f.said), "")
+    next_steps = _next_steps(last) if last else []
     planned = set(next_steps)
 
     task = []
@@ -439,14 +728,6 @@ def _extract(messages: Sequence[Message]) -> dict[str, list[str]]:
     }
 
 
-@dataclass(frozen=True)
-class _Line:
-    section: int
-    position: int  # within the section, oldest first
-    value: float
-    text: str
-
-
 class LocalSummarizer:
     """An extractive summary, offline and deterministic (the same messages give the same text).
 
@@ -456,8 +737,24 @@ class LocalSummarizer:
     last one left and alone longer than the budget.
     """
 
+    CACHE_SIZE = 16_384  # messages whose facts are kept
+    RENDERED_SIZE = 8  # summaries written last, with the lines they carry over
+
     def __init__(self, counter: Counter | None = None) -> None:
         self._counter = counter
+        self._facts: dict[tuple[object, ...], _Facts] = {}
+        self._rendered: dict[str, tuple[str, ...]] = {}
+
+    def _facts_of(self, message: Message) -> _Facts:
+        """A message's facts, cached by its id and a fingerprint of its content (replays in a
+        sweep summarize the same messages many times)."""
+        key = _fingerprint(message)
+        facts = self._facts.get(key)
+        if facts is None:
+            if len(self._facts) >= self.CACHE_SIZE:
+                del self._facts[next(iter(self._facts))]  # the oldest entry
+            facts = self._facts[key] = _message_facts(message, self._rendered)
+        return facts
 
     def measure(self, text: str) -> int:
         if not text:
@@ -467,8 +764,10 @@ class LocalSummarizer:
     def summarize(self, messages: Sequence[Message], budget_tokens: int) -> str:
         if budget_tokens <= 0:
             return ""
-        extracted = _extract(messages)
-        lines: list[_Line] = []
+        extracted = _extract(messages, self._facts_of)
+        # one entry per line: (value, -section, position within the section, text); a line's
+        # value is its section's weight plus its recency in the section
+        lines: list[tuple[float, int, int, str]] = []
         for s_index, section in enumerate(_SECTIONS):
             items = extracted[section.key]
             count = len(items)
@@ -476,7 +775,7 @@ class LocalSummarizer:
                 value = section.weight + (position + 1) / (count + 1)
                 if section.key == "task" and position == 0:
                     value += _FIRST_REQUEST_BONUS
-                lines.append(_Line(s_index, position, value, text))
+                lines.append((value, -s_index, position, text))
         if not lines:
             if not messages:
                 return ""
@@ -484,27 +783,29 @@ class LocalSummarizer:
             # rather than return nothing, which agents treat as a failed compaction
             note = f"(summary of {len(messages)} messages: no task, file, command or error found)"
             return note if self.measure(note) <= budget_tokens else note[: budget_tokens * 4]
-        order = sorted(
-            range(len(lines)),
-            key=lambda i: (lines[i].value, -lines[i].section, lines[i].position),
-        )
+        # the least valuable first: by value, then the later section, then the older line
+        # (the first three fields never tie, so the text does not decide)
+        order = sorted(range(len(lines)), key=lines.__getitem__)
         rank = [0] * len(lines)  # a line is dropped when its rank is below the count dropped
         for place, index in enumerate(order):
             rank[index] = place
-        drop_order = [lines[i] for i in order]
+        bodies: list[list[tuple[int, str]]] = [[] for _ in _SECTIONS]  # (rank, line) in order
+        for i, (_, minus_section, _, text) in enumerate(lines):
+            bodies[-minus_section].append((rank[i], f"- {text}"))
 
         def render(dropped: int) -> str:
             blocks: list[str] = []
-            for s_index, section in enumerate(_SECTIONS):
-                body = [
-                    f"- {line.text}"
-                    for i, line in enumerate(lines)
-                    if line.section == s_index and rank[i] >= dropped
-                ]
+            for section, entries in zip(_SECTIONS, bodies, strict=True):
+                body = [text for place, text in entries if place >= dropped]
                 if body:
                     blocks.append("\n".join([section.header, *body]))
             return "\n\n".join(blocks)
 
+        if self._counter is None:
+            low = self._fewest_dropped(bodies, order, lines, budget_tokens)
+            if low < len(lines):
+                return self._remember(render(low), bodies, low)
+            return self._cut(lines[order[-1]][3], budget_tokens)
         low, high = 0, len(lines)  # the fewest lines to drop so that the text fits
         while low < high:
             middle = (low + high) // 2
@@ -515,8 +816,55 @@ class LocalSummarizer:
         while low < len(lines) and self.measure(render(low)) > budget_tokens:
             low += 1  # a real tokenizer is not always monotone in removed lines
         if low < len(lines):
-            return render(low)
-        return self._cut(drop_order[-1].text, budget_tokens)
+            return self._remember(render(low), bodies, low)
+        return self._cut(lines[order[-1]][3], budget_tokens)
+
+    def _remember(
+        self, summary: str, bodies: Sequence[Sequence[tuple[int, str]]], dropped: int
+    ) -> str:
+        """Keep what ``summary`` will carry over when it is summarized in turn (its lines are
+        known: no need to read it again)."""
+        kept = (_unlisted(line) for body in bodies for place, line in body if place >= dropped)
+        lines = _distinct_lines(
+            (line for line in kept if line and not line.endswith(":")), one_line=False
+        )
+        if len(self._rendered) >= self.RENDERED_SIZE:
+            del self._rendered[next(iter(self._rendered))]
+        self._rendered[summary] = lines
+        return summary
+
+    @staticmethod
+    def _fewest_dropped(
+        bodies: Sequence[Sequence[tuple[int, str]]],
+        order: Sequence[int],
+        lines: Sequence[tuple[float, int, int, str]],
+        budget_tokens: int,
+    ) -> int:
+        """The fewest lines to drop (in ``order``) so that the rendering fits the budget under
+        the default measure, a token per four characters: the rendering's length is kept as
+        lines are dropped, without rendering (what ``summarize``'s search finds by rendering)."""
+        kept = [len(body) for body in bodies]
+        # a section's block: its header, then "\n" and a line per kept line; blocks are
+        # separated by "\n\n"
+        blocks = [
+            len(section.header) + sum(len(text) + 1 for _, text in body)
+            for section, body in zip(_SECTIONS, bodies, strict=True)
+        ]
+        shown = sum(1 for count in kept if count)
+        length = sum(b for b, count in zip(blocks, kept, strict=True) if count) + 2 * (shown - 1)
+        dropped = 0
+        for index in order:
+            if -(-length // 4) <= budget_tokens:
+                return dropped
+            _, minus_section, _, text = lines[index]
+            section = -minus_section
+            kept[section] -= 1
+            length -= len(text) + 3  # "- " and its line break
+            if kept[section] == 0:
+                length -= len(_SECTIONS[section].header) + (2 if shown > 1 else 0)
+                shown -= 1
+            dropped += 1
+        return dropped
 
     def _cut(self, text: str, budget_tokens: int) -> str:
         """The one line left, alone, cut to the budget when it is longer."""

@@ -10,11 +10,14 @@ import itertools
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
+from weakref import WeakKeyDictionary
 
-from inspector.core.diff import diff_action
+from inspector.core.diff import REMOVING as _REMOVING
+from inspector.core.facts import Fact, FactKind, extract
 from inspector.core.model import Message
-from inspector.core.policies.base import Action, Summarizer
+from inspector.core.policies.base import Action, ContextItem, PolicyResult, Summarizer
 from inspector.core.profiles import Profile, make_profile
 from inspector.core.replay import ReplayResult, replay
 from inspector.core.session import Session
@@ -113,15 +116,33 @@ def run_one(
     *,
     estimate_for: Callable[[Profile], Callable[[Message], int]],
     summarizer: Summarizer,
+    reuse_estimates: bool = False,
 ) -> SweepRow:
-    """Replay ``session`` with ``settings`` applied over ``base``; one row of the sweep."""
+    """Replay ``session`` with ``settings`` applied over ``base``; one row of the sweep.
+
+    ``reuse_estimates``: the session was loaded with ``base``'s estimator, so its estimates
+    serve every combination that estimates alike (``estimates_alike``)."""
     overrides = {**_explicit(base), **settings}
     try:
         profile = make_profile(base.name, overrides)
     except ConfigError as exc:
         return _failed(settings, exc.one_line())
-    result = replay(session, profile, estimate=estimate_for(profile), summarizer=summarizer)
-    return row_of(settings, result)
+    result = replay(
+        session,
+        profile,
+        estimate=estimate_for(profile),
+        summarizer=summarizer,
+        reuse_estimates=reuse_estimates and estimates_alike(base, profile),
+    )
+    return row_of(settings, result, facts_cache(session))
+
+
+def estimates_alike(a: Profile, b: Profile) -> bool:
+    """Whether two profiles estimate every message alike: the same rule, with the same
+    tokenizer encoding when the rule uses one (``Profile.estimate`` reads nothing else)."""
+    if a.estimator != b.estimator or a.uses_counter() != b.uses_counter():
+        return False
+    return not a.uses_counter() or a.counter_encoding() == b.counter_encoding()
 
 
 def _explicit(profile: Profile) -> dict[str, Any]:
@@ -129,11 +150,16 @@ def _explicit(profile: Profile) -> dict[str, Any]:
     return dict(profile.model_dump(exclude_defaults=True, exclude={"name", "agent"}))
 
 
-def row_of(settings: Mapping[str, Any], result: ReplayResult) -> SweepRow:
+def row_of(
+    settings: Mapping[str, Any], result: ReplayResult, facts: FactsCache | None = None
+) -> SweepRow:
+    """One row: the replay's decisions, figures, and the mean share of facts that survived
+    the prunes and compactions (``diff_action(...).survived.score``, computed faster)."""
     kinds = [d.kind for d in result.decisions]
     peak_step, peak = result.peak()
+    scorer = _SurvivalScorer(facts)
     scores = [
-        diff_action(record.before, record.result).survived.score
+        scorer.score(record.before, record.result)
         for record in result.results
         if record.result.action in (Action.COMPACT, Action.PRUNE)
     ]
@@ -149,6 +175,88 @@ def row_of(settings: Mapping[str, Any], result: ReplayResult) -> SweepRow:
         survived=sum(scores) / len(scores) if scores else 1.0,
         agreement=result.agreement,
     )
+
+
+_ITEM_ID = attrgetter("message.id")
+_ERROR_NEEDLE = 60  # ``facts.survival`` looks for an error line's first 60 characters
+
+
+class FactsCache:
+    """The facts of removed texts, by (length, hash) of the text: the combinations of a sweep
+    over one session remove the same tool outputs again and again. Bounded; it keeps no text.
+    ``run_one`` keeps one per session (for as long as the session lives)."""
+
+    SIZE = 16_384
+
+    def __init__(self) -> None:
+        self._facts: dict[tuple[int, int], frozenset[Fact]] = {}
+
+    def facts_in(self, text: str) -> frozenset[Fact]:
+        key = (len(text), hash(text))
+        facts = self._facts.get(key)
+        if facts is None:
+            if len(self._facts) >= self.SIZE:
+                self._facts.clear()
+            facts = self._facts[key] = frozenset(extract(text))
+        return facts
+
+
+_CACHES: WeakKeyDictionary[Session, FactsCache] = WeakKeyDictionary()
+
+
+def facts_cache(session: Session) -> FactsCache:
+    """The facts cache of the sweep over ``session``."""
+    cache = _CACHES.get(session)
+    if cache is None:
+        cache = _CACHES[session] = FactsCache()
+    return cache
+
+
+class _SurvivalScorer:
+    """``diff_action(before, result).survived.score`` for the records of one replay, without
+    the diff's rows: the facts of the removed messages (``facts.extract``, cached) looked up
+    in the text of the visible messages after. Messages repeat from record to record: their
+    texts are taken once, and each distinct text is searched once (a fact that holds no line
+    break is in the joined texts exactly when it is in one of them)."""
+
+    def __init__(self, facts: FactsCache | None = None) -> None:
+        self._facts = facts or FactsCache()
+        self._texts: dict[int, tuple[Message, str]] = {}  # id(message) -> (message, text)
+        self._before: tuple[Sequence[ContextItem], dict[str, ContextItem]] | None = None
+
+    def _text(self, message: Message) -> str:
+        known = self._texts.get(id(message))
+        if known is None:
+            known = self._texts[id(message)] = (message, message.text)
+        return known[1]
+
+    def _by_id(self, before: Sequence[ContextItem]) -> dict[str, ContextItem]:
+        if self._before is None or self._before[0] is not before:
+            self._before = (before, dict(zip(map(_ITEM_ID, before), before, strict=True)))
+        return self._before[1]
+
+    def score(self, before: Sequence[ContextItem], result: PolicyResult) -> float:
+        by_id = self._by_id(before)
+        at_risk: set[Fact] = set()
+        for change in result.changes:
+            old = by_id.get(change.id)
+            if change.status in _REMOVING and old is not None:
+                at_risk |= self._facts.facts_in(self._text(old.message))
+        if not at_risk:
+            return 1.0
+        after = [self._text(item.message) for item in result.items if item.message.visible]
+        distinct = "\n".join(dict.fromkeys(after))
+        joined: str | None = None
+        found = 0
+        for fact in at_risk:
+            needle = fact.text[:_ERROR_NEEDLE] if fact.kind is FactKind.ERROR else fact.text
+            if "\n" in needle:  # it could span two messages: look in the texts as they are
+                if joined is None:
+                    joined = "\n".join(after)
+                found += needle in joined
+            else:
+                found += needle in distinct
+        return found / len(at_risk)
 
 
 def _failed(settings: Mapping[str, Any], error: str) -> SweepRow:

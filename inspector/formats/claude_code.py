@@ -37,6 +37,13 @@ session: its lines form thread "main", and its ``SessionInfo`` names the parent 
 and, when it can be found, the parent's ``Task``/``Agent`` tool call. The parent records the link
 the other way (``SessionInfo.extra["subagents"]``: tool call id → agent id or thread).
 
+Without bodies (``stats --no-exact``, see ``base``), a line is read in two phases: ``_scan_line``
+parses it and keeps what the session keeps of it (the message's text length, kind and tool, the
+line's ids, usage and log text), alone, possibly in a worker process; ``apply_scanned`` then does
+what spans lines (ids seen twice, the chain, responses, tool names) and gives the same events,
+messages as ``MessageEntry``. Shapes it does not cover (the session's first lines, sidechains,
+compactions, Task/Agent calls and results, bad lines) are read by the full reader.
+
 A second format, ``claude-code-stream``, reads the CLI's ``--output-format stream-json`` stdout:
 the same assistant and user lines with snake_case envelopes (``session_id``,
 ``parent_tool_use_id``), no tree, an ``init`` line and a final ``result``.
@@ -71,7 +78,8 @@ from inspector.core.model import (
     Usage,
     UsageReported,
 )
-from inspector.formats.base import LineParser, trusted
+from inspector.core.session import MessageEntry
+from inspector.formats.base import EventSink, Item, LineParser, trusted
 from inspector.formats.chat_common import compact_json, kind_for, type_name
 from inspector.formats.registry import FormatSpec, Head, read_head, register
 
@@ -309,6 +317,295 @@ def _document_part(block: dict[str, Any]) -> Part:
 
 def _unknown_block(block: Any) -> Part:
     return Part(type=PartType.ATTACHMENT, text=compact_json(block))
+
+
+# ------------------------------------------------------------------------------------------
+# Reading without bodies, phase one: a line to a record of plain values (see ``base``). What
+# the record keeps of a message is what the session keeps: ``len(Message.text)``, its kind and
+# tool; the cross-line parts (ids, the chain, responses, tool names) are done by
+# ``ClaudeCodeParser.apply_scanned``. Shapes this does not cover come back as None and are read
+# by the full reader.
+
+_LOG, _SYSTEM, _ASSISTANT, _USER, _ATTACHMENT = range(5)
+_KINDS = tuple(MessageKind)
+_KIND_MESSAGE = _KINDS.index(MessageKind.MESSAGE)
+_KIND_TOOL_CALL = _KINDS.index(MessageKind.TOOL_CALL)
+_KIND_TOOL_RESULT = _KINDS.index(MessageKind.TOOL_RESULT)
+_KIND_SUMMARY = _KINDS.index(MessageKind.SUMMARY)
+_KIND_ATTACHMENT = _KINDS.index(MessageKind.ATTACHMENT)
+
+
+_entry = tuple.__new__  # MessageEntry(*values) without its Python-level __new__
+
+
+class _Declined(Exception):
+    """A line the scanner leaves to the full reader."""
+
+
+def _scan_line(line: memoryview) -> tuple[Any, ...] | None:
+    """Phase one of reading a Claude Code line without bodies (``LineParser.scan_line``)."""
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(obj, dict):
+        return None
+    kind = obj.get("type")
+    if not isinstance(kind, str):
+        return None
+    try:
+        if kind == "assistant":
+            return _scan_assistant(obj)
+        if kind == "user":
+            return _scan_user(obj)
+        if kind == "system":
+            return _scan_system(obj)
+        if kind == "attachment":
+            return _scan_attachment(obj)
+        return (_LOG, _metadata_text(kind, obj, False), kind, _str(obj.get("timestamp")))
+    except _Declined:
+        return None
+
+
+def _envelope(obj: dict[str, Any]) -> tuple[bool, str | None, str | None, str | None]:
+    """(sidechain, uuid, parent, timestamp) of a conversation line; ``parent`` is "" when it is
+    neither a string nor null."""
+    get = obj.get
+    if get("subtype") == "compact_boundary":
+        raise _Declined
+    uuid = get("uuid")
+    parent = get("parentUuid")
+    ts = get("timestamp")
+    return (
+        get("isSidechain") is True,
+        uuid if uuid and isinstance(uuid, str) else None,
+        parent if parent is None or isinstance(parent, str) else "",
+        ts if ts and isinstance(ts, str) else None,
+    )
+
+
+def _json_chars(value: Any) -> int:
+    """``len(compact_json(value))``."""
+    try:
+        data = orjson.dumps(value)
+    except TypeError:
+        return len(compact_json(value))
+    return len(data) if data.isascii() else len(data.decode())
+
+
+# ``len(Message.text)``: the text is its parts' non-empty pieces joined by newlines, so the
+# scanners sum the pieces' sizes and count them: the length is ``size + pieces - 1``.
+
+
+def _scan_assistant(obj: dict[str, Any]) -> tuple[Any, ...] | None:
+    message = obj.get("message")
+    if not isinstance(message, dict):
+        return None
+    sidechain, uuid, parent, ts = _envelope(obj)
+    get = message.get
+    model = get("model")
+    key = get("id")
+    if not key or not isinstance(key, str):
+        key = _str(obj.get("requestId"))
+    usage: tuple[int, int, int, int] | None = None
+    raw_usage = get("usage")
+    if isinstance(raw_usage, dict):  # ``_usage_key``, inlined
+        u = raw_usage.get
+        fresh, write, read, out = (
+            u("input_tokens"),
+            u("cache_creation_input_tokens"),
+            u("cache_read_input_tokens"),
+            u("output_tokens"),
+        )
+        if fresh is not None or out is not None:
+            usage = (
+                fresh if type(fresh) is int else 0,
+                write if type(write) is int else 0,
+                read if type(read) is int else 0,
+                out if type(out) is int else 0,
+            )
+    content = get("content")
+    size = pieces = 0
+    has_text = has_call = False
+    tool: str | None = None
+    calls: list[tuple[str, str]] = []
+    if isinstance(content, str):
+        if content:
+            size, pieces = len(content), 1
+            has_text = not content.isspace()
+    elif isinstance(content, list):
+        for block in content:
+            if not isinstance(block, dict):
+                if isinstance(block, str):
+                    n = len(block)
+                    has_text = has_text or (n > 0 and not block.isspace())
+                else:
+                    n = _json_chars(block)
+                if n:
+                    size += n
+                    pieces += 1
+                continue
+            btype = block.get("type")
+            if btype == "text" or btype == "thinking":
+                body = block.get(btype)
+                if body and isinstance(body, str):
+                    size += len(body)
+                    pieces += 1
+                    has_text = has_text or (btype == "text" and not body.isspace())
+            elif btype in CALL_TYPES:
+                has_call = True
+                name = block.get("name")
+                if name and isinstance(name, str):
+                    if name in TASK_TOOLS:
+                        raise _Declined  # its prompt links a sidechain: the full reader
+                    size += len(name)
+                    pieces += 1
+                    if tool is None:
+                        tool = name
+                    call_id = block.get("id")
+                    if call_id and isinstance(call_id, str):
+                        calls.append((call_id, name))
+                raw = block.get("input")
+                if raw is not None:
+                    size += _json_chars(raw)
+                    pieces += 1
+            elif btype != "redacted_thinking":
+                size += _json_chars(block)
+                pieces += 1
+    return (
+        _ASSISTANT,
+        sidechain,
+        uuid,
+        parent,
+        ts,
+        model if model and isinstance(model, str) else None,
+        key,
+        usage,
+        size + pieces - 1 if pieces else 0,
+        _KIND_TOOL_CALL if has_call and not has_text else _KIND_MESSAGE,
+        tool,
+        calls,
+    )
+
+
+def _scan_user(obj: dict[str, Any]) -> tuple[Any, ...] | None:
+    message = obj.get("message")
+    if not isinstance(message, dict):
+        return None
+    sidechain, uuid, parent, ts = _envelope(obj)
+    content = message.get("content")
+    size = pieces = 0
+    results: list[str] = []
+    if isinstance(content, str):
+        if content:
+            size, pieces = len(content), 1
+    elif isinstance(content, list):
+        for block in content:
+            if not isinstance(block, dict):
+                n = len(block) if isinstance(block, str) else _json_chars(block)
+                if n:
+                    size += n
+                    pieces += 1
+                continue
+            btype = block.get("type")
+            if btype == "tool_result":
+                call_id = block.get("tool_use_id")
+                if call_id and isinstance(call_id, str):
+                    results.append(call_id)
+                result = block.get("content")
+                if isinstance(result, str):
+                    if result:
+                        size += len(result)
+                        pieces += 1
+                elif result is not None:
+                    n, k = _result_pieces(result)
+                    size += n
+                    pieces += k
+            elif btype == "text":
+                text = block.get("text")
+                if text and isinstance(text, str):
+                    size += len(text)
+                    pieces += 1
+            elif btype != "image":
+                n = len(_document_part(block).text) if btype == "document" else _json_chars(block)
+                if n:
+                    size += n
+                    pieces += 1
+    get = obj.get
+    if results:
+        meta = get("toolUseResult")
+        if isinstance(meta, dict) and _str(meta.get("agentId")) is not None:
+            raise _Declined  # names the sub-agent it ran: the full reader
+    if get("isCompactSummary") is True:
+        kind = _KIND_SUMMARY
+    elif results:
+        kind = _KIND_TOOL_RESULT
+    elif get("isMeta") is True:
+        kind = _KIND_ATTACHMENT
+    else:
+        kind = _KIND_MESSAGE
+    return (_USER, sidechain, uuid, parent, ts, size + pieces - 1 if pieces else 0, kind, results)
+
+
+def _result_pieces(content: Any) -> tuple[int, int]:
+    """(size, pieces) of the parts ``ClaudeCodeParser._result_parts`` makes of a tool result's
+    content that is neither a string nor null."""
+    if not isinstance(content, list):
+        return _json_chars(content), 1
+    size = texts = 0
+    extra: list[int] = []
+    for item in content:
+        if isinstance(item, dict):
+            itype = item.get("type")
+            if itype == "text":
+                size += len(_str(item.get("text")) or "")
+                texts += 1
+            elif itype == "document":
+                extra.append(len(_document_part(item).text))
+            elif itype != "image":
+                extra.append(_json_chars(item))
+        elif isinstance(item, str):
+            size += len(item)
+            texts += 1
+        elif item is not None:
+            extra.append(_json_chars(item))
+    joined = size + texts - 1 if texts else 0  # the result part: its texts joined by newlines
+    size, pieces = (joined, 1) if joined else (0, 0)
+    for n in extra:
+        if n:
+            size += n
+            pieces += 1
+    return size, pieces
+
+
+def _scan_system(obj: dict[str, Any]) -> tuple[Any, ...] | None:
+    subtype = _str(obj.get("subtype"))
+    if subtype == "microcompact_boundary":
+        return None
+    sidechain, uuid, parent, ts = _envelope(obj)
+    level = _str(obj.get("level"))
+    if subtype in ("api_error", "error"):
+        level = "error"
+    content = obj.get("content")
+    label = subtype or "system"
+    text = f"{label}: {_short(content)}" if isinstance(content, str) and content else label
+    return (_SYSTEM, sidechain, uuid, parent, ts, text, level)
+
+
+def _scan_attachment(obj: dict[str, Any]) -> tuple[Any, ...] | None:
+    att = obj.get("attachment")
+    atype = _str(att.get("type")) if isinstance(att, dict) else None
+    sidechain, uuid, parent, ts = _envelope(obj)
+    text = _attachment_text(obj, att if isinstance(att, dict) else {}, atype)
+    return (
+        _ATTACHMENT,
+        sidechain,
+        uuid,
+        parent,
+        ts,
+        len(text) if text is not None else None,
+        atype,
+    )
 
 
 # ------------------------------------------------------------------------------------------
@@ -617,7 +914,7 @@ class ClaudeCodeParser(LineParser):
                 return found
         return None
 
-    def _model_info(self, model: str, span: SourceSpan, out: list[Event]) -> None:
+    def _model_info(self, model: str, span: SourceSpan, out: EventSink) -> None:
         self._model = model
         out.append(
             SessionInfo(
@@ -677,13 +974,17 @@ class ClaudeCodeParser(LineParser):
 
     def _message_id(self, obj: dict[str, Any], span: SourceSpan) -> str:
         uuid = obj.get("uuid")
-        if not isinstance(uuid, str) or not uuid:
-            return f"line{span.line}"
+        return self._id_of(uuid if isinstance(uuid, str) and uuid else None, span.line)
+
+    def _id_of(self, uuid: str | None, line: int) -> str:
+        """The message id of a line: its uuid, made unique by the line number when seen before."""
+        if uuid is None:
+            return f"line{line}"
         if self._reread:
-            return f"{uuid}#{span.line}" if span.line in self._dup_lines else uuid
+            return f"{uuid}#{line}" if line in self._dup_lines else uuid
         if uuid in self._node or uuid in self._threads:
-            self._dup_lines.add(span.line)
-            return f"{uuid}#{span.line}"
+            self._dup_lines.add(line)
+            return f"{uuid}#{line}"
         return uuid
 
     def _enter_main(self, obj: dict[str, Any], span: SourceSpan, out: list[Event]) -> int:
@@ -693,9 +994,28 @@ class ClaudeCodeParser(LineParser):
         if self.stream_json or not isinstance(uuid, str) or not uuid:
             return -1
         parent = obj.get("parentUuid")
-        parent_node = self._node.get(parent, -1) if isinstance(parent, str) else -1
-        if self._last_node >= 0 and obj.get("subtype") != "compact_boundary":
-            if parent is None and obj.get("type") == "user":
+        return self._enter_node(
+            uuid,
+            parent if parent is None or isinstance(parent, str) else "",
+            obj.get("type") == "user",
+            obj.get("subtype") == "compact_boundary",
+            span,
+            out,
+        )
+
+    def _enter_node(
+        self,
+        uuid: str,
+        parent: str | None,
+        user: bool,
+        boundary: bool,
+        span: SourceSpan,
+        out: EventSink,
+    ) -> int:
+        """``_enter_main`` from the line's values (``parent`` is "" when it is not a string)."""
+        parent_node = self._node.get(parent, -1) if parent is not None else -1
+        if self._last_node >= 0 and not boundary:
+            if parent is None and user:
                 out.append(ContextReset(keep_through=None, reason="new-root", span=span))
                 self._segment = set()
             elif parent_node >= 0 and parent_node not in self._segment:
@@ -769,7 +1089,7 @@ class ClaudeCodeParser(LineParser):
             )
         )
 
-    def _flush_links(self, span: SourceSpan, out: list[Event]) -> None:
+    def _flush_links(self, span: SourceSpan, out: EventSink) -> None:
         if self._pending_link and not self._reread:
             self._pending_link = False
             out.append(SessionInfo(extra={"subagents": dict(self._subagents)}, span=span))
@@ -822,7 +1142,20 @@ class ClaudeCodeParser(LineParser):
         key = _str(message.get("id")) or _str(
             obj.get("request_id" if self.stream_json else "requestId")
         )
-        usage = _usage_key(message.get("usage"))
+        self._response_of(key, _usage_key(message.get("usage")), model, thread, span, ts, out)
+
+    def _response_of(
+        self,
+        key: str | None,
+        usage: tuple[int, int, int, int] | None,
+        model: str | None,
+        thread: str,
+        span: SourceSpan,
+        ts: str | None,
+        out: EventSink,
+    ) -> None:
+        """A response's line: the request when it is the response's first, else its usage when
+        that changed."""
         current = self._open.get(thread)
         if key is not None and current is not None and current[0] == key:
             if usage is not None and usage != current[1]:
@@ -1162,24 +1495,125 @@ class ClaudeCodeParser(LineParser):
     def _metadata(self, kind: str, obj: dict[str, Any], span: SourceSpan, out: list[Event]) -> None:
         ts = obj.get("timestamp")
         ts = ts if isinstance(ts, str) and ts else None
-        if kind == "summary":
-            title = obj.get("summary")
-            text = f"title: {_short(title)}" if isinstance(title, str) else "summary"
-        elif kind == "queue-operation":
-            op = obj.get("operation")
-            text = f"queue-operation {op}" if isinstance(op, str) else kind
-        elif kind == "progress":
-            data = obj.get("data")
-            dtype = data.get("type") if isinstance(data, dict) else None
-            text = f"progress {dtype}" if isinstance(dtype, str) else kind
-        elif kind == "result" and self.stream_json:
-            subtype = obj.get("subtype")
-            text = f"result {subtype}" if isinstance(subtype, str) else kind
-        elif kind in KNOWN_TYPES or (self.stream_json and kind in STREAM_TYPES):
-            text = kind
-        else:
-            text = f"{kind} (unknown line type)"
+        text = _metadata_text(kind, obj, self.stream_json)
         out.append(_log(self._shared(text), self._shared(kind), ts, span))
+
+    # -- reading without bodies (two phases; see ``base``) -----------------------------------
+
+    two_phase = True
+    scan_line = staticmethod(_scan_line)
+
+    def apply_scanned(self, record: Any, span: SourceSpan, out: list[Item]) -> bool:
+        """A record of ``_scan_line`` to events and a ``MessageEntry``: what ``parse_line``
+        makes of the line, its message without a body. Declines (False) while the session's facts
+        are still looked for, and for a sidechain line of a session file."""
+        if self._facts_budget and (not self._info_sent or self._facts_missing):
+            return False
+        tag = record[0]
+        if tag == _LOG:
+            out.append(_log(self._shared(record[1]), self._shared(record[2]), record[3], span))
+            return True
+        if record[1] and not self._subagent_file:
+            return False  # a sidechain: its thread is decided by the full reader
+        uuid: str | None = record[2]
+        parent: str | None = record[3]
+        ts: str | None = record[4]
+        if tag == _SYSTEM:
+            if uuid is not None:
+                self._enter_node(uuid, parent, False, False, span, out)
+            out.append(_log(record[5], "system", ts, span, record[6]))
+            return True
+        mid = self._id_of(uuid, span.line)
+        if tag == _USER and self._pending_link:
+            self._flush_links(span, out)
+        node = self._enter_node(uuid, parent, tag == _USER, False, span, out) if uuid else -1
+        if tag == _ASSISTANT:
+            _, _, _, _, _, model, key, usage, chars, kind, tool, calls = record
+            if model is not None:
+                model = self._shared(model)
+            synthetic = model == SYNTHETIC_MODEL
+            if not synthetic:
+                if model is not None and model != self._model:
+                    self._model_info(model, span, out)
+                self._response_of(key, usage, model, "main", span, ts, out)
+            names = self._tool_names
+            shared = self._shared
+            for call_id, name in calls:
+                names[call_id] = shared(name)
+            role = Role.ASSISTANT
+            message_kind = MessageKind.META if synthetic else _KINDS[kind]
+            visible = not synthetic
+            if tool is not None:
+                tool = shared(tool)
+        elif tag == _USER:
+            _, _, _, _, _, chars, kind, results = record
+            tool = None
+            if results:
+                names = self._tool_names
+                for call_id in results:
+                    tool = names.get(call_id)
+                    if tool:
+                        break
+                else:
+                    tool = None
+                given = self._results
+                for call_id in results:
+                    given[call_id] = mid
+            role = Role.USER
+            message_kind = _KINDS[kind]
+            visible = True
+        else:  # _ATTACHMENT
+            chars = record[5]
+            if chars is None:
+                text = self._shared(f"attachment {record[6] or '?'}")
+                out.append(_log(text, "attachment", ts, span))
+                return True
+            role = Role.USER
+            message_kind = MessageKind.ATTACHMENT
+            tool = None
+            visible = True
+        if node >= 0:
+            self._node_message[node] = mid
+        out.append(
+            _entry(
+                MessageEntry,
+                (
+                    mid,
+                    role,
+                    message_kind,
+                    visible,
+                    "main",
+                    tool,
+                    chars,
+                    None,
+                    span.source,
+                    span.offset,
+                    span.length,
+                    span.line,
+                ),
+            )
+        )
+        return True
+
+
+def _metadata_text(kind: str, obj: dict[str, Any], stream_json: bool) -> str:
+    """The log text of a metadata line (session titles, snapshots, progress, ...)."""
+    if kind == "summary":
+        title = obj.get("summary")
+        return f"title: {_short(title)}" if isinstance(title, str) else "summary"
+    if kind == "queue-operation":
+        op = obj.get("operation")
+        return f"queue-operation {op}" if isinstance(op, str) else kind
+    if kind == "progress":
+        data = obj.get("data")
+        dtype = data.get("type") if isinstance(data, dict) else None
+        return f"progress {dtype}" if isinstance(dtype, str) else kind
+    if kind == "result" and stream_json:
+        subtype = obj.get("subtype")
+        return f"result {subtype}" if isinstance(subtype, str) else kind
+    if kind in KNOWN_TYPES or (stream_json and kind in STREAM_TYPES):
+        return kind
+    return f"{kind} (unknown line type)"
 
 
 def _attachment_text(obj: dict[str, Any], att: dict[str, Any], atype: str | None) -> str | None:
@@ -1253,6 +1687,7 @@ class ClaudeCodeStreamParser(ClaudeCodeParser):
 
     format_name = "claude-code-stream"
     stream_json = True
+    two_phase = False  # the scanner reads session files' envelopes only
 
 
 # ------------------------------------------------------------------------------------------

@@ -103,3 +103,33 @@ def test_diff_reports_each_message_status_tokens_and_text() -> None:
     data = diff.as_dict()
     assert data["statuses"]["pruned"] == 1
     assert data["survived"]["by_kind"]["path"]["found"] >= 1
+
+
+def test_a_message_the_changes_do_not_list_is_a_kept_row_in_its_place() -> None:
+    system = item("s", Role.SYSTEM, "You are an agent.", 5, index=0)
+    tool = item("t", Role.TOOL, TOOL_OUTPUT, 60, MessageKind.TOOL_RESULT, index=1)
+    user = item("u", Role.USER, "Fix the parser.", 4, index=2)
+    cleared = ContextItem(replace_text(tool.message, "[Old tool result content cleared]"), 8, 1)
+    note = ContextItem(summary_message("n1", "pruned one output"), 3)
+    result = PolicyResult(
+        action=Action.PRUNE,
+        policy="test",
+        fired=True,
+        reason="old output cleared",
+        items=[system, cleared, user, note],
+        changes=[  # what was not kept, then what was added: "s" and "u" are kept
+            ItemChange("t", ItemStatus.PRUNED, 60, 8),
+            ItemChange("n1", ItemStatus.ADDED, 0, 3),
+        ],
+        tokens_before=69,
+        tokens_after=20,
+    )
+    diff = diff_action([system, tool, user], result)
+    assert [(m.id, m.status, m.tokens_before, m.tokens_after) for m in diff.messages] == [
+        ("s", ItemStatus.KEPT, 5, 5),
+        ("t", ItemStatus.PRUNED, 60, 8),
+        ("u", ItemStatus.KEPT, 4, 4),
+        ("n1", ItemStatus.ADDED, 0, 3),
+    ]
+    assert [m.text_diff for m in diff.messages if m.status is ItemStatus.KEPT] == [(), ()]
+    assert diff.counts() == {"kept": 2, "pruned": 1, "added": 1}

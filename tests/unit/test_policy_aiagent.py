@@ -16,7 +16,7 @@ from inspector.core.policies.aiagent import (
     guard_for_items,
     truncate_to_bytes,
 )
-from inspector.core.policies.base import Action, ContextItem, ItemStatus, Policy
+from inspector.core.policies.base import Action, ContextItem, ItemStatus, Policy, full_changes
 from inspector.core.profiles import AiAgentProfile, GoAgentProfile
 from inspector.errors import ConfigError
 
@@ -94,10 +94,10 @@ def test_a_tool_output_that_does_not_fit_is_dropped_and_forces_the_final_turn() 
     result = POLICY.admit(item, context, SONNET, chars4, reported_context=131_000)
     assert result is not None
     assert result.action is Action.DROP and result.fired
+    assert len(result.items) == 1  # admit's result is about the admitted output alone
     assert result.items[-1].message.text == TOOL_NO_OUTPUT
     assert result.items[-1].message.kind is MessageKind.TOOL_RESULT
-    assert [c.status for c in result.changes][-1] is ItemStatus.DROPPED
-    assert all(c.status is ItemStatus.KEPT for c in result.changes[:-1])
+    assert [c.status for c in result.changes] == [ItemStatus.DROPPED]
     d = result.details
     assert d["final_turn"] is True and d["trigger"] == "tool_preflight"
     assert (d["tokens_estimated"], d["projected"], d["limit"]) == (18_250, 151_350, 141_808)
@@ -266,7 +266,8 @@ def test_truncate_cuts_every_tool_output_over_the_cap() -> None:
     for force in (False, True):
         result = POLICY.truncate(items, profile, chars4, force=force)
         assert result.fired
-        assert [c.status for c in result.changes] == [
+        assert [c.status for c in result.changes] == [ItemStatus.TRUNCATED]
+        assert [c.status for c in full_changes(items, result)] == [
             ItemStatus.KEPT,
             ItemStatus.TRUNCATED,
             ItemStatus.KEPT,

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from inspector.core.model import Message, MessageKind, Part, PartType, Role
 from inspector.core.policies import policy_for
-from inspector.core.policies.base import Action, ContextItem, ItemStatus, Policy
+from inspector.core.policies.base import Action, ContextItem, ItemStatus, Policy, full_changes
 from inspector.core.policies.baseagent import (
     POLICY,
     PRUNE_MARKER,
@@ -135,7 +135,10 @@ def test_typical_conversation_prunes_nothing_then_compacts_to_two_messages() -> 
     assert summary.role is Role.USER and summary.kind is MessageKind.SUMMARY
     assert summary.text == SUMMARY_PREFIX + "progress so far"
     assert summarizer.calls[0][1] == 4096
-    assert [str(c.status) for c in compact.changes] == ["kept"] + ["summarized"] * 8 + ["added"]
+    assert [str(c.status) for c in compact.changes] == ["summarized"] * 8 + ["added"]
+    assert [str(c.status) for c in full_changes(prune.items, compact)] == ["kept"] + [
+        "summarized"
+    ] * 8 + ["added"]
     assert compact.details["persistent"] is True
     assert compact.tokens_after == sum(i.tokens for i in compact.items)
 
@@ -168,9 +171,10 @@ def test_exactly_40000_protected_and_20000_prunable_is_not_enough() -> None:
 
 
 def test_one_token_more_than_the_minimum_prunes() -> None:
-    result = POLICY.prune(_protect_case(40_000, 20_001), PROFILE, estimate, force=True)
+    items = _protect_case(40_000, 20_001)
+    result = POLICY.prune(items, PROFILE, estimate, force=True)
     assert result.fired
-    by_id = {c.id: c for c in result.changes}
+    by_id = {c.id: c for c in full_changes(items, result)}
     assert by_id["old"].status is ItemStatus.PRUNED
     assert by_id["recent"].status is ItemStatus.KEPT
     assert result.items[3].message.text == PRUNE_MARKER
@@ -186,8 +190,9 @@ def test_the_output_that_crosses_the_protected_budget_is_itself_pruned() -> None
 
 
 def test_everything_after_the_second_to_last_user_message_is_protected() -> None:
-    result = POLICY.prune(_protect_case(40_001, 20_000), PROFILE, estimate, force=True)
-    by_id = {c.id: c for c in result.changes}
+    items = _protect_case(40_001, 20_000)
+    result = POLICY.prune(items, PROFILE, estimate, force=True)
+    by_id = {c.id: c for c in full_changes(items, result)}
     assert by_id["after-B"].status is ItemStatus.KEPT
     assert by_id["after-C"].status is ItemStatus.KEPT
     assert result.details["user_turns_passed"] == 3
@@ -284,7 +289,7 @@ def test_compact_without_force_follows_the_agent() -> None:
     over = _protect_case(40_000, 100_000, pad=150_000)
     result = POLICY.compact(over, PROFILE, estimate, FakeSummarizer())
     assert result.fired and len(result.items) == 2
-    by_id = {c.id: c for c in result.changes}
+    by_id = {c.id: c for c in full_changes(over, result)}
     assert by_id["old"].status is ItemStatus.SUMMARIZED
     assert by_id["sys"].status is ItemStatus.KEPT
 
@@ -319,8 +324,9 @@ def test_admit_truncates_a_large_tool_output() -> None:
     output = ContextItem(tool("big", 3_000), estimate(tool("big", 3_000)), 3)
     result = POLICY.admit(output, context, PROFILE, estimate)
     assert result is not None and result.fired
-    assert [i.id for i in result.items] == ["sys", "u", "a", "big"]
-    assert result.changes[-1].status is ItemStatus.TRUNCATED
+    assert [i.id for i in result.items] == ["big"]  # admit's result: the admitted output alone
+    assert [c.status for c in result.changes] == [ItemStatus.TRUNCATED]
+    assert (result.tokens_before, result.tokens_after) == (output.tokens, result.items[0].tokens)
     assert "...500 tokens truncated..." in result.items[-1].message.text
     small = ContextItem(tool("small", 2_500), 2_504, 3)
     assert POLICY.admit(small, context, PROFILE, estimate) is None
@@ -333,7 +339,7 @@ def test_admit_truncates_a_large_tool_output() -> None:
 def test_truncate_every_tool_output_over_the_limit_once() -> None:
     items = ctx(system(), user("u"), tool("t1", 3_000), tool("t2", 100), tool("t3", 9_000))
     result = POLICY.truncate(items, PROFILE, estimate, force=True)
-    assert [str(c.status) for c in result.changes] == [
+    assert [str(c.status) for c in full_changes(items, result)] == [
         "kept",
         "kept",
         "truncated",
@@ -368,12 +374,13 @@ def _conversation(shape: list[tuple[str, int]]) -> list[ContextItem]:
 def test_prune_properties(shape: list[tuple[str, int]]) -> None:
     items = _conversation(shape)
     result = POLICY.prune(items, PROFILE, estimate, force=True)
-    assert len(result.changes) == len(items) == len(result.items)
+    changes = full_changes(items, result)
+    assert len(changes) == len(items) == len(result.items)
     assert result.tokens_after <= result.tokens_before
     assert result.tokens_after == sum(i.tokens for i in result.items)
     users = [i for i, item in enumerate(items) if item.message.role is Role.USER]
     boundary = users[-2] if len(users) >= 2 else 0
-    for i, change in enumerate(result.changes):
+    for i, change in enumerate(changes):
         if i >= boundary:
             assert change.status is ItemStatus.KEPT
         assert change.status in (ItemStatus.KEPT, ItemStatus.PRUNED)

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from inspector.core.model import Message, MessageKind, Part, PartType, Role
 from inspector.core.policies import policy_for
-from inspector.core.policies.base import Action, ContextItem, ItemStatus
+from inspector.core.policies.base import Action, ContextItem, ItemStatus, full_changes
 from inspector.core.policies.claude_code import (
     MICROCOMPACT_KEEP_RECENT,
     POLICY,
@@ -76,7 +76,8 @@ def test_auto_compaction_when_the_count_reaches_the_threshold() -> None:
     assert PROFILE.threshold() == 167_000
     summarizer = FakeSummarizer()
     assert POLICY.manage(sized(166_999), PROFILE, estimate, summarizer) == []
-    (compaction,) = POLICY.manage(sized(167_000), PROFILE, estimate, summarizer)
+    items = sized(167_000)
+    (compaction,) = POLICY.manage(items, PROFILE, estimate, summarizer)
     assert compaction.fired and compaction.details["trigger"] == "auto"
     assert compaction.items[0].id == "sys"
     assert len(compaction.items) == 2
@@ -87,7 +88,7 @@ def test_auto_compaction_when_the_count_reaches_the_threshold() -> None:
         "This session is being continued from a previous conversation that ran out of "
         "context. The conversation is summarized below:\n"
     )
-    assert [c.status for c in compaction.changes] == [
+    assert [c.status for c in full_changes(items, compaction)] == [
         ItemStatus.KEPT,
         ItemStatus.SUMMARIZED,
         ItemStatus.SUMMARIZED,

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from inspector.core.model import Message, MessageKind, Part, PartType, Role
 from inspector.core.policies import policy_for
-from inspector.core.policies.base import ContextItem, ItemStatus
+from inspector.core.policies.base import ContextItem, ItemStatus, full_changes
 from inspector.core.policies.codex import (
     COMPACT_USER_MESSAGE_MAX_TOKENS,
     POLICY,
@@ -85,13 +85,14 @@ def test_auto_compaction_when_the_count_reaches_the_limit() -> None:
 
 def test_replacement_history_is_initial_context_user_messages_and_summary() -> None:
     summarizer = FakeSummarizer()
-    result = POLICY.compact(rollout(), PROFILE, estimate, summarizer, force=True)
+    items = rollout()
+    result = POLICY.compact(items, PROFILE, estimate, summarizer, force=True)
     assert [i.id for i in result.items][:5] == ["dev", "agents", "env", "u1", "u2"]
     summary = result.items[-1].message
     assert summary.role is Role.USER and summary.kind is MessageKind.SUMMARY
     assert summary.text == SUMMARY_PREFIX + "\nwe listed files"
     assert len(result.items) == 6
-    status = {c.id: c.status for c in result.changes}
+    status = {c.id: c.status for c in full_changes(items, result)}
     assert status["a1"] is ItemStatus.SUMMARIZED and status["o1"] is ItemStatus.SUMMARIZED
     assert status["u1"] is ItemStatus.KEPT and status["env"] is ItemStatus.KEPT
     assert result.changes[-1].status is ItemStatus.ADDED
@@ -119,7 +120,7 @@ def test_user_messages_newest_first_within_20000_tokens() -> None:
     ]
     result = POLICY.compact(items, PROFILE, estimate, FakeSummarizer(), force=True)
     assert [i.id for i in result.items][:3] == ["big", "mid", "new"]
-    status = {c.id: c.status for c in result.changes}
+    status = {c.id: c.status for c in full_changes(items, result)}
     assert status["oldest"] is ItemStatus.SUMMARIZED
     assert status["big"] is ItemStatus.TRUNCATED
     assert status["mid"] is ItemStatus.KEPT

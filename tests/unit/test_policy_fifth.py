@@ -16,6 +16,7 @@ from inspector.core.policies.base import (
     ContextItem,
     ItemStatus,
     Policy,
+    full_changes,
     summary_message,
     total,
 )
@@ -279,9 +280,10 @@ def test_summary_is_inserted_at_level_3_in_place_and_the_sources_are_dropped() -
     assert summary.message.text == "short summary"
     assert level_of(summary.message, DEFAULT) == 3
     assert summary.tokens == estimate(summary.message) == len("short summary") // 4
-    statuses = [c.status for c in result.changes[: len(items)]]
+    changes = full_changes(items, result)
+    statuses = [c.status for c in changes[: len(items)]]
     assert statuses == [ItemStatus.KEPT, *[ItemStatus.SUMMARIZED] * 3, *[ItemStatus.KEPT] * 2]
-    statuses_added = result.changes[len(items) :]
+    statuses_added = changes[len(items) :]
     assert [c.status for c in statuses_added] == [ItemStatus.ADDED]
     assert result.tokens_before == total(items)
     assert result.tokens_after == total(result.items) == 500 + summary.tokens + 200
@@ -429,7 +431,7 @@ def test_prune_drops_level_4_beyond_the_remaining_space_oldest_first() -> None:
     assert result.fired
     assert result.details["level4_budget"] == 3000
     assert result.details["dropped_ids"] == [old_tool.id]
-    assert [c.status for c in result.changes][2:] == [
+    assert [c.status for c in full_changes(items, result)][2:] == [
         ItemStatus.DROPPED,
         ItemStatus.KEPT,
         ItemStatus.KEPT,
@@ -461,9 +463,10 @@ def test_compaction_only_ever_touches_old_level_3_messages(spec) -> None:
     snapshot = list(items)
     result = POLICY.compact(items, DEFAULT, estimate, FakeSummarizer("s"), force=True)
     assert items == snapshot
-    assert len(result.changes) == len(items) + (1 if result.fired else 0)
+    changes = full_changes(items, result)
+    assert len(changes) == len(items) + (1 if result.fired else 0)
     assert result.tokens_before == total(items) and result.tokens_after == total(result.items)
-    for change, original in zip(result.changes, items, strict=False):
+    for change, original in zip(changes, items, strict=False):
         if change.status is not ItemStatus.KEPT:
             assert level_of(original.message, DEFAULT) == 3
             assert is_old(original.message, datetime.fromisoformat(result.details["now"])
@@ -477,7 +480,7 @@ def test_prune_never_adds_tokens_touches_only_tool_output_and_is_idempotent(spec
     items = build(spec)
     result = POLICY.prune(items, DEFAULT, estimate, force=True)
     assert result.tokens_after <= result.tokens_before
-    for change, original in zip(result.changes, items, strict=True):
+    for change, original in zip(full_changes(items, result), items, strict=True):
         if change.status is not ItemStatus.KEPT:
             assert level_of(original.message, DEFAULT) == 4
     assert counted_tokens(result.items, DEFAULT) == counted_tokens(items, DEFAULT)

@@ -10,7 +10,13 @@ from hypothesis import strategies as st
 
 from inspector.core.model import Message, MessageKind, Part, PartType, Role
 from inspector.core.policies import policy_for
-from inspector.core.policies.base import Action, ContextItem, ItemStatus
+from inspector.core.policies.base import (
+    Action,
+    ContextItem,
+    ContextList,
+    ItemStatus,
+    full_changes,
+)
 from inspector.core.policies.generic import (
     CLEARED_MARKER,
     KEEP_RECENT_MESSAGES,
@@ -109,7 +115,7 @@ def test_prune_never_touches_the_protected_recent_outputs() -> None:
     assert budget == 32_000
     items = session([60_000, 15_000, 15_000], system_tokens=40_000)
     result = POLICY.prune(items, PROFILE, estimate, force=True)
-    status = {c.id: c.status for c in result.changes}
+    status = {c.id: c.status for c in full_changes(items, result)}
     assert status["t0"] is ItemStatus.PRUNED
     assert status["t1"] is ItemStatus.KEPT and status["t2"] is ItemStatus.KEPT
     assert result.details["protected_tokens"] == 2 * (15_000 + 3)
@@ -200,7 +206,7 @@ def test_clear_parts_drops_the_cleared_calls_images_only() -> None:
     assert message.parts[0].text == "a"  # inputs are never mutated
 
 
-def test_rebuild_reports_one_change_per_original_then_added() -> None:
+def test_rebuild_reports_what_it_did_not_keep_then_what_it_added() -> None:
     items = ctx(text(Role.SYSTEM, "s"), text(Role.USER, "u"), output("t", 100))
     added = text(Role.USER, "new", "summary")
     result = rebuild(
@@ -214,6 +220,11 @@ def test_rebuild_reports_one_change_per_original_then_added() -> None:
         modified=ItemStatus.TRUNCATED,
     )
     assert [(c.id, c.status) for c in result.changes] == [
+        ("u", ItemStatus.SUMMARIZED),
+        ("t", ItemStatus.TRUNCATED),
+        ("new", ItemStatus.ADDED),
+    ]
+    assert [(c.id, c.status) for c in full_changes(items, result)] == [
         ("s", ItemStatus.KEPT),
         ("u", ItemStatus.SUMMARIZED),
         ("t", ItemStatus.TRUNCATED),
@@ -245,13 +256,14 @@ def test_chain_composes_a_prune_and_a_compaction() -> None:
         details={},
     )
     both = chain(first, second, action=Action.COMPACT, reason="both", details={})
-    assert [(c.id, c.status) for c in both.changes] == [
+    assert [(c.id, c.status) for c in full_changes(items, both)] == [
         ("s", ItemStatus.KEPT),
         ("t", ItemStatus.PRUNED),
         ("u", ItemStatus.SUMMARIZED),
         ("sum", ItemStatus.ADDED),
     ]
-    assert both.changes[1].tokens_before == items[1].tokens
+    assert [c.id for c in both.changes] == ["t", "u", "sum"]  # the kept "s" is not listed
+    assert both.changes[0].tokens_before == items[1].tokens
     assert both.tokens_before == first.tokens_before and both.tokens_after == second.tokens_after
     with pytest.raises(ValueError):
         chain(second, first, action=Action.COMPACT, reason="", details={})
@@ -264,7 +276,7 @@ def test_prune_properties(outputs: list[int]) -> None:
     result = POLICY.prune(items, PROFILE, estimate, force=True)
     assert result.tokens_after <= result.tokens_before
     protected = 0
-    for change, item in reversed(list(zip(result.changes, items, strict=True))):
+    for change, item in reversed(list(zip(full_changes(items, result), items, strict=True))):
         if not is_tool_output(item.message):
             continue
         if protected + item.tokens > 32_000:
@@ -272,3 +284,33 @@ def test_prune_properties(outputs: list[int]) -> None:
         protected += item.tokens
         assert change.status is ItemStatus.KEPT
     assert not POLICY.prune(result.items, PROFILE, estimate, force=True).fired
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.integers(min_value=100, max_value=30_000), min_size=1, max_size=40),
+    st.booleans(),
+)
+def test_a_growing_context_list_prunes_as_a_plain_list_does(outputs: list[int], head: bool) -> None:
+    """Replay's context (a ContextList, with marks left by the prunes it adopted, and the
+    overhead as its head) gets the same results as a plain copy of it."""
+    overhead = ContextItem(text(Role.SYSTEM, "overhead", "o" * 2_000), 500)
+    context = ContextList(session([]))
+    for n, size in enumerate(outputs):
+        for message in (call(f"a{n}", f"c{n}"), output(f"t{n}", size, f"c{n}")):
+            context.append(ContextItem(message, estimate(message), None))
+        if head:
+            context.push_head(overhead)
+        plain = POLICY.manage(list(context), PROFILE, estimate, FakeSummarizer())
+        kept = POLICY.manage(context, PROFILE, estimate, FakeSummarizer())
+        assert [(r.reason, r.details, r.changes, r.items) for r in kept] == [
+            (r.reason, r.details, r.changes, r.items) for r in plain
+        ]
+        fired = [r for r in kept if r.fired]
+        if fired and isinstance(fired[-1].items, ContextList) and fired[-1].items.has_head:
+            context = fired[-1].items.copy()  # as replay adopts an in-place edit
+            context.pop_head()
+        elif fired:
+            context = ContextList(i for i in fired[-1].items if i is not overhead)
+        elif head:
+            context.pop_head()

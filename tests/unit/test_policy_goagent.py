@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from inspector.core.model import Message, MessageKind, Part, PartType, Role
-from inspector.core.policies.base import Action, ContextItem, ItemStatus, Policy
+from inspector.core.policies.base import Action, ContextItem, ItemStatus, Policy, full_changes
 from inspector.core.policies.goagent import (
     POLICY,
     context_tokens,
@@ -175,7 +175,7 @@ def test_the_summary_comes_first_then_the_recent_messages() -> None:
     summary = result.items[1].message
     assert summary.role is Role.USER and summary.kind is MessageKind.SUMMARY
     assert summary.text == "[Previous conversation summary]\n\nthe gist"
-    assert [(c.id, c.status) for c in result.changes] == [
+    assert [(c.id, c.status) for c in full_changes(items, result)] == [
         ("sys", ItemStatus.KEPT),
         ("u", ItemStatus.SUMMARIZED),
         ("a", ItemStatus.SUMMARIZED),
@@ -216,7 +216,7 @@ def test_recent_tool_results_beyond_the_cutoff_are_archived_with_a_digest() -> N
     assert digest.text == (
         "[Compaction tool digest]\n- read (ok): line 0 more\n- read (ok): line 1 more"
     )
-    statuses = {c.id: c.status for c in result.changes}
+    statuses = {c.id: c.status for c in full_changes(items, result)}
     assert statuses["t0"] is ItemStatus.ARCHIVED and statuses["t2"] is ItemStatus.KEPT
     assert statuses[digest.id] is ItemStatus.ADDED
     assert result.details["archived_in_recent"] == 2
@@ -356,8 +356,8 @@ def test_admit_applies_the_limits_to_tool_outputs_only() -> None:
     big = it(tool_msg("t", "\n".join("x" * 10 for _ in range(50))))
     result = POLICY.admit(big, [user("u", 5)], profile, est)
     assert result is not None and result.action is Action.TRUNCATE
-    assert [i.id for i in result.items] == ["u", "t"]
-    assert result.changes[-1].status is ItemStatus.TRUNCATED
+    assert [i.id for i in result.items] == ["t"]  # admit's result: the admitted output alone
+    assert [c.status for c in result.changes] == [ItemStatus.TRUNCATED]
     assert result.items[-1].tokens == est(result.items[-1].message) < big.tokens
     assert POLICY.admit(tool("small"), [], profile, est) is None
     assert POLICY.admit(user("u", 5, "\n" * 100), [], profile, est) is None
@@ -367,7 +367,7 @@ def test_truncate_applies_the_limits_to_every_tool_output() -> None:
     profile = GoAgentProfile(tool_output_max_chars=5)
     items = [user("u", 5, "long user text"), tool("t1", text="abcdefgh"), tool("t2", text="ab")]
     result = POLICY.truncate(items, profile, est)
-    assert [c.status for c in result.changes] == [
+    assert [c.status for c in full_changes(items, result)] == [
         ItemStatus.KEPT,
         ItemStatus.TRUNCATED,
         ItemStatus.KEPT,
@@ -413,7 +413,7 @@ def test_compaction_keeps_the_prompt_and_accounts_for_every_item(
     items = [system, *body]
     result = POLICY.compact(items, PROFILE, est, FakeSummarizer(), force=True)
     assert result.items[0] == system
-    originals = [c for c in result.changes if c.status is not ItemStatus.ADDED]
+    originals = [c for c in full_changes(items, result) if c.status is not ItemStatus.ADDED]
     assert [c.id for c in originals] == [i.id for i in items]
     kept_ids = {i.id for i in result.items}
     for change in originals:

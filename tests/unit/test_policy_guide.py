@@ -9,7 +9,14 @@ from hypothesis import strategies as st
 
 from inspector.core.model import Message, MessageKind, Part, PartType, Role
 from inspector.core.policies import policy_for
-from inspector.core.policies.base import Action, ContextItem, ItemChange, ItemStatus
+from inspector.core.policies.base import (
+    Action,
+    ContextItem,
+    ContextList,
+    ItemChange,
+    ItemStatus,
+    full_changes,
+)
 from inspector.core.policies.guide import POLICY, PRUNE_MARKER, SUMMARY_HEADER, middle_out
 from inspector.core.profiles import GuideProfile
 
@@ -160,8 +167,8 @@ def test_compact_without_force_prunes_first_as_the_recipe_does() -> None:
     over = with_total(170_000, [1_000] * 6)
     result = POLICY.compact(over, PROFILE, estimate, FakeSummarizer())
     assert result.fired
-    assert status_of(result.changes, "t5") is ItemStatus.KEPT
-    assert status_of(result.changes, "t0") is ItemStatus.SUMMARIZED
+    assert status_of(full_changes(over, result), "t5") is ItemStatus.KEPT
+    assert status_of(full_changes(over, result), "t0") is ItemStatus.SUMMARIZED
 
 
 def test_manual_prune() -> None:
@@ -192,14 +199,14 @@ def test_admit_and_truncate() -> None:
     big = tool("big", 20_000)  # 79,996 characters
     result = POLICY.admit(ContextItem(big, estimate(big)), context, PROFILE, estimate)
     assert result is not None
-    assert [i.id for i in result.items] == ["sys", "u", "big"]
+    assert [i.id for i in result.items] == ["big"]  # admit's result: the admitted output alone
     assert "[... 29996 bytes truncated ...]" in result.items[-1].message.text
-    assert result.changes[-1].status is ItemStatus.TRUNCATED
+    assert [c.status for c in result.changes] == [ItemStatus.TRUNCATED]
     fits = tool("fits", 12_500)  # 49,996 characters
     assert POLICY.admit(ContextItem(fits, estimate(fits)), context, PROFILE, estimate) is None
     items = ctx(msg(Role.SYSTEM, "sys"), big, fits)
     once = POLICY.truncate(items, PROFILE, estimate, force=True)
-    assert [c.status for c in once.changes] == [
+    assert [c.status for c in full_changes(items, once)] == [
         ItemStatus.KEPT,
         ItemStatus.TRUNCATED,
         ItemStatus.KEPT,
@@ -213,10 +220,41 @@ def test_forced_prune_properties(outputs: list[int]) -> None:
     items = conversation(50, outputs)
     result = POLICY.prune(items, PROFILE, estimate, force=True)
     assert result.tokens_after <= result.tokens_before
-    assert len(result.changes) == len(items)
-    tools = [c for c in result.changes if c.id.startswith("t")]
+    changes = full_changes(items, result)
+    assert len(changes) == len(items)
+    tools = [c for c in changes if c.id.startswith("t")]
     assert all(c.status is ItemStatus.KEPT for c in tools[-PROFILE.keep_last_second :])
-    assert all(c.status is ItemStatus.KEPT for c in result.changes if not c.id.startswith("t"))
+    assert all(c.status is ItemStatus.KEPT for c in changes if not c.id.startswith("t"))
     again = POLICY.prune(result.items, PROFILE, estimate, force=True)
     if not PROFILE.over_threshold(result.tokens_after):
         assert not again.fired  # keeping the last five twice changes nothing
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.integers(min_value=100, max_value=30_000), min_size=1, max_size=40),
+    st.booleans(),
+)
+def test_a_growing_context_list_prunes_as_a_plain_list_does(outputs: list[int], head: bool) -> None:
+    """Replay's context (a ContextList, with marks left by the prunes it adopted, and the
+    overhead as its head) gets the same results as a plain copy of it."""
+    overhead = ContextItem(msg(Role.SYSTEM, "overhead", 500), 500)
+    context = ContextList(conversation(50, []))
+    for n, size in enumerate(outputs):
+        for message in (msg(Role.ASSISTANT, f"a{n}"), tool(f"t{n}", size)):
+            context.append(ContextItem(message, estimate(message), None))
+        if head:
+            context.push_head(overhead)
+        plain = POLICY.manage(list(context), PROFILE, estimate, FakeSummarizer())
+        kept = POLICY.manage(context, PROFILE, estimate, FakeSummarizer())
+        assert [(r.reason, r.details, r.changes, r.items) for r in kept] == [
+            (r.reason, r.details, r.changes, r.items) for r in plain
+        ]
+        fired = [r for r in kept if r.fired]
+        if fired and isinstance(fired[-1].items, ContextList) and fired[-1].items.has_head:
+            context = fired[-1].items.copy()  # as replay adopts an in-place edit
+            context.pop_head()
+        elif fired:
+            context = ContextList(i for i in fired[-1].items if i is not overhead)
+        elif head:
+            context.pop_head()

@@ -9,7 +9,13 @@ from hypothesis import strategies as st
 
 from inspector.core.model import Message, MessageKind, Part, PartType, Role
 from inspector.core.policies import policy_for
-from inspector.core.policies.base import Action, ContextItem, ItemChange, ItemStatus
+from inspector.core.policies.base import (
+    Action,
+    ContextItem,
+    ItemChange,
+    ItemStatus,
+    full_changes,
+)
 from inspector.core.policies.opencode import CONTINUE_TEXT, POLICY, OpenCodePolicy, scan
 from inspector.core.profiles import OpenCodeProfile
 
@@ -96,7 +102,7 @@ def test_protected_budget_is_strict_and_the_minimum_is_strict() -> None:
     )
     pruned = POLICY.prune(crossing, PROFILE, estimate)
     assert pruned.fired
-    changes = by_id(pruned.changes)
+    changes = by_id(full_changes(crossing, pruned))
     assert changes["recent"].status is ItemStatus.PRUNED  # it took the total past 40,000
     assert changes["old"].status is ItemStatus.PRUNED
     assert changes["after-B"].status is ItemStatus.KEPT
@@ -114,11 +120,11 @@ def test_skill_outputs_are_neither_counted_nor_pruned() -> None:
     pruned = POLICY.prune(items, PROFILE, estimate)
     assert pruned.details["total"] == 70_000
     assert pruned.details["skipped_protected"] == 1
-    changes = by_id(pruned.changes)
+    changes = by_id(full_changes(items, pruned))
     assert changes["skill"].status is ItemStatus.KEPT
     assert changes["old"].status is ItemStatus.PRUNED
     custom = PROFILE.model_copy(update={"protected_tools": ()})
-    assert by_id(POLICY.prune(items, custom, estimate).changes)["skill"].status is (
+    assert by_id(full_changes(items, POLICY.prune(items, custom, estimate)))["skill"].status is (
         ItemStatus.PRUNED
     )
 
@@ -165,7 +171,7 @@ def test_only_completed_outputs_count() -> None:
     )
     pruned = POLICY.prune(items, PROFILE, estimate)
     assert pruned.details["total"] == 65_000
-    changes = by_id(pruned.changes)
+    changes = by_id(full_changes(items, pruned))
     assert changes["failed"].status is ItemStatus.KEPT
     assert changes["old"].status is ItemStatus.PRUNED
 
@@ -189,7 +195,7 @@ def test_parts_are_the_unit_newest_first() -> None:
     parts = pruned.items[1].message.parts
     assert [p.text == MARKER for p in parts] == [True, True, False]
     assert all(p.type is PartType.TOOL_RESULT for p in parts)  # p1's image went with it
-    assert pruned.changes[1].status is ItemStatus.PRUNED
+    assert full_changes(items, pruned)[1].status is ItemStatus.PRUNED
 
 
 def test_the_tool_result_carrier_is_not_a_user_turn() -> None:
@@ -243,7 +249,8 @@ def test_overflow_when_the_count_reaches_usable() -> None:
     assert PROFILE.usable() == 168_000
     summarizer = FakeSummarizer()
     assert POLICY.manage(_sized(167_999), PROFILE, estimate, summarizer) == []
-    (compaction,) = POLICY.manage(_sized(168_000), PROFILE, estimate, summarizer)
+    items = _sized(168_000)
+    (compaction,) = POLICY.manage(items, PROFILE, estimate, summarizer)
     assert compaction.fired and compaction.details["auto"] is True
     roles = [(i.message.role, i.message.kind) for i in compaction.items]
     assert roles == [
@@ -255,7 +262,7 @@ def test_overflow_when_the_count_reaches_usable() -> None:
     assert compaction.items[1].message.text == "What did we do so far?"
     assert compaction.items[2].message.text == "## Goal\nship it"
     assert compaction.items[3].message.text == CONTINUE_TEXT
-    assert [c.status for c in compaction.changes] == [
+    assert [c.status for c in full_changes(items, compaction)] == [
         ItemStatus.KEPT,
         ItemStatus.SUMMARIZED,
         ItemStatus.SUMMARIZED,
@@ -317,7 +324,7 @@ def test_prune_properties(shape: list[tuple[str, int, str]]) -> None:
     assert pruned.tokens_after <= pruned.tokens_before
     users = [i for i, m in enumerate(messages) if m.role is Role.USER]
     boundary = users[-2] if len(users) >= 2 else 0
-    for i, change in enumerate(pruned.changes):
+    for i, change in enumerate(full_changes(items, pruned)):
         if i > boundary or messages[i].tool_name == "skill":
             assert change.status is ItemStatus.KEPT
     again = POLICY.prune(pruned.items, PROFILE, estimate, force=True)

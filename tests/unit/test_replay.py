@@ -24,6 +24,8 @@ from inspector.core.policies.base import (
     ItemChange,
     ItemStatus,
     PolicyResult,
+    admitted,
+    replace_text,
     summary_message,
     total,
     unchanged,
@@ -196,3 +198,49 @@ def test_compare_matches_by_step_and_kind() -> None:
 def test_recorded_decisions_are_placed_at_their_steps() -> None:
     session = recorded_run()
     assert [(d.step, d.kind) for d in recorded_decisions(session)] == [(6, "compaction")]
+
+
+def test_reused_estimates_replay_alike_without_estimating_again() -> None:
+    session = recorded_run()
+    calls: list[str] = []
+
+    def counted(message: Message) -> int:
+        calls.append(message.id)
+        return chars4(message)
+
+    fresh = replay(session, profile(), estimate=counted, summarizer=EchoSummarizer(),
+                   policy=ThresholdPolicy(limit=750))  # fmt: skip
+    assert calls
+    calls.clear()
+    reused = replay(session, profile(), estimate=counted, summarizer=EchoSummarizer(),
+                    policy=ThresholdPolicy(limit=750), reuse_estimates=True)  # fmt: skip
+    assert calls == []  # every message's estimate came from the session
+    assert reused.steps == fresh.steps and reused.decisions == fresh.decisions
+    assert [(i.id, i.tokens) for i in reused.items] == [(i.id, i.tokens) for i in fresh.items]
+
+
+@dataclass
+class CuttingPolicy(ThresholdPolicy):
+    """Cuts every tool output to 40 characters as it enters (admit's result: the output)."""
+
+    def admit(self, item, items, profile, estimate):
+        return admitted(
+            Action.TRUNCATE,
+            self.name,
+            item,
+            replace_text(item.message, "c" * 40),
+            estimate,
+            reason="cut",
+            details={},
+        )
+
+
+def test_an_admitted_output_enters_the_context_as_admit_returned_it() -> None:
+    result = replay(recorded_run(), profile(), estimate=chars4, summarizer=EchoSummarizer(),
+                    policy=CuttingPolicy(limit=10_000))  # fmt: skip
+    outputs = [i for i in result.items if i.id.startswith("t")]
+    assert [(i.tokens, i.message.text) for i in outputs][:1] == [(10, "c" * 40)]
+    assert all(i.index is not None for i in outputs)
+    truncated = [d for d in result.decisions if d.kind == "truncated"]
+    assert truncated and all((d.tokens_before, d.tokens_after) == (100, 10) for d in truncated)
+    assert result.steps[0].estimated == 10 + 10  # the system prompt and the cut output

@@ -10,9 +10,14 @@ from hypothesis import strategies as st
 
 from inspector.core.model import Message, MessageKind, Part, PartType, Role
 from inspector.core.summarize import (
+    SCAN_HEAD_CHARS,
+    SCAN_TAIL_CHARS,
     LocalSummarizer,
     OpenAICompatibleSummarizer,
     SummarizerError,
+    _error_lines,
+    _last_error_lines,
+    _scanned,
     render_conversation,
     summarizer_from_config,
     system_prompt,
@@ -424,3 +429,76 @@ def test_summarizer_error_is_a_titled_inspector_error() -> None:
     error = SummarizerError("Summarizer timed out", "no reply")
     assert isinstance(error, InspectorError)
     assert error.one_line() == "Summarizer timed out: no reply"
+
+
+# -- cost: what a long text has read of it, the facts cache ----------------------------------
+
+
+def test_a_long_output_is_read_at_its_head_and_tail_only() -> None:
+    filler = "\n".join(f"line {n} of an uneventful listing" for n in range(2_000))
+    body = (
+        "$ make build\nsrc/head_file.py: Error: at the head\n"
+        + filler
+        + "\nsrc/middle_file.py: Error: in the middle\n"
+        + filler
+        + "\nsrc/tail_file.py: Error: at the tail\n"
+    )
+    assert len(body) > 10 * (SCAN_HEAD_CHARS + SCAN_TAIL_CHARS)
+    summary = LocalSummarizer().summarize([output(body)], 4_000)
+    assert "src/head_file.py" in summary and "src/tail_file.py" in summary
+    assert "make build" in summary
+    assert "middle" not in summary  # facts cluster at the ends; the middle is not read
+    # a text within the two windows is read whole
+    short = "src/a.py: Error: one\n" + "x\n" * 100 + "src/b.py: Error: two\n"
+    assert len(short) < SCAN_HEAD_CHARS
+    assert "src/b.py" in LocalSummarizer().summarize([output(short)], 4_000)
+
+
+def test_the_cut_between_head_and_tail_falls_on_line_breaks() -> None:
+    head = "a" * (SCAN_HEAD_CHARS - 10) + "\nsrc/cut_in_half_at_the_head.py\n"
+    tail = "\nsrc/cut_in_half_at_the_tail.py\n" + "z" * (SCAN_TAIL_CHARS - 10)
+    scanned = _scanned(head + "m" * 50_000 + tail)
+    assert scanned.splitlines() == ["a" * (SCAN_HEAD_CHARS - 10), "z" * (SCAN_TAIL_CHARS - 10)]
+
+
+def test_facts_are_extracted_once_per_message_and_summarizer() -> None:
+    summarizer = LocalSummarizer()
+    first = summarizer.summarize(SESSION, 2_000)
+    cached = len(summarizer._facts)
+    assert cached == len(SESSION)
+    assert summarizer.summarize(SESSION, 2_000) == first  # from the cache
+    assert len(summarizer._facts) == cached
+    edited = [*SESSION[:-1], text(Role.ASSISTANT, "Next: run the linter.", SESSION[-1].id)]
+    assert summarizer.summarize(edited, 2_000) == LocalSummarizer().summarize(edited, 2_000)
+    assert len(summarizer._facts) == cached + 1  # same id, other content: other facts
+
+
+ERROR_LINES = [
+    "Error: x",
+    "Error:  x",
+    "=== Error: x ===",
+    "no errors",
+    "0 failed, 3 passed",
+    "TypeError: bad",
+    "ok",
+    "___error thing",
+    "FA\u0130LED now",
+    "Traceback (most recent call last):",
+    "src/a.py:1: error in a",
+    "",
+    "\tError:\tx",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from(ERROR_LINES), max_size=12),
+    st.sampled_from(["\n", "\r\n", "\u2028"]),
+    st.booleans(),
+)
+def test_the_last_error_lines_read_from_the_end_are_the_distinct_last_ones(
+    lines: list[str], separator: str, is_error: bool
+) -> None:
+    body = separator.join(lines)
+    expected = list(dict.fromkeys(_error_lines(body, is_error)))[-3:]
+    assert _last_error_lines(body, is_error, 3) == expected

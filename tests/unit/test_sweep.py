@@ -1,10 +1,27 @@
-"""Sweep grids: axes, ranges, combinations."""
+"""Sweep grids: axes, ranges, combinations; a row's figures."""
 
 from __future__ import annotations
 
 import pytest
 
-from inspector.core.sweep import grid, parse_axis
+from inspector.core.diff import diff_action
+from inspector.core.model import Message, MessageKind, Part, PartType, Role
+from inspector.core.policies.base import (
+    Action,
+    ContextItem,
+    ItemChange,
+    ItemStatus,
+    PolicyResult,
+    replace_text,
+)
+from inspector.core.profiles import make_profile
+from inspector.core.sweep import (
+    FactsCache,
+    _SurvivalScorer,
+    estimates_alike,
+    grid,
+    parse_axis,
+)
 from inspector.errors import ConfigError
 
 
@@ -33,3 +50,47 @@ def test_grid_is_the_cartesian_product_in_order() -> None:
     assert len(combos) == 6
     assert combos[0] == {"a": 1, "b": "x"} and combos[-1] == {"a": 2, "b": "z"}
     assert grid([]) == [{}]
+
+
+def _output(mid: str, body: str) -> ContextItem:
+    message = Message(
+        id=mid,
+        role=Role.TOOL,
+        kind=MessageKind.TOOL_RESULT,
+        parts=(Part(type=PartType.TOOL_RESULT, text=body),),
+    )
+    return ContextItem(message, len(body) // 4)
+
+
+def test_a_rows_survival_score_is_the_diffs() -> None:
+    """``row_of`` scores what survived without building the diff's rows: the same figure."""
+    bodies = [
+        "$ pytest -q\nsrc/reader.py:3: AssertionError: bad read_records\nFAILED test_one",
+        '{"command": "make\\nbuild"} then src/a/b.py and parse_line_buffer',
+        "see src/reader.py; parse_line_buffer is fine",
+        "[Old tool result content cleared]",
+        "[Old tool result content cleared]",
+    ]
+    before = [_output(f"t{n}", body) for n, body in enumerate(bodies)]
+    after = [
+        ContextItem(replace_text(before[0].message, "cleared"), 2),
+        before[1],
+        before[2],
+        before[3],
+        before[4],
+    ]
+    scorer = _SurvivalScorer(FactsCache())
+    for changes, items in (
+        ([ItemChange("t0", ItemStatus.PRUNED, 10, 2)], after),
+        ([ItemChange("t1", ItemStatus.SUMMARIZED, 10, 0)], [before[0], *before[2:]]),
+        ([], before),
+    ):
+        result = PolicyResult(Action.PRUNE, "x", True, "r", items, changes, 50, 40)
+        assert scorer.score(before, result) == diff_action(before, result).survived.score
+
+
+def test_estimates_alike_compares_the_rule_and_its_tokenizer() -> None:
+    base = make_profile("claude-code", {})
+    assert estimates_alike(base, make_profile("claude-code", {"context_window": 100_000}))
+    assert not estimates_alike(base, make_profile("claude-code", {"estimator": "chars4"}))
+    assert not estimates_alike(base, make_profile("claude-code", {"encoding": "cl100k_base"}))

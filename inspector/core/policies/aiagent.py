@@ -61,6 +61,7 @@ from inspector.core.policies.base import (
     replace_text,
     total,
     unchanged,
+    visible_total,
 )
 from inspector.core.profiles import AiAgentProfile, Profile
 from inspector.errors import ConfigError
@@ -150,13 +151,6 @@ def _tool_output_tokens(text: str, estimate: Estimate) -> int:
     )
 
 
-def _last_assistant(items: Sequence[ContextItem]) -> int:
-    for i in range(len(items) - 1, -1, -1):
-        if items[i].message.role is Role.ASSISTANT:
-            return i
-    return -1
-
-
 def guard_for_items(
     items: Sequence[ContextItem],
     profile: Profile,
@@ -168,20 +162,32 @@ def guard_for_items(
     model: str = DEFAULT_TARGET,
     targets: Sequence[GuardTargetConfig] | None = None,
 ) -> ContextGuard:
-    """The guard's counters rebuilt from the messages in context (see the module docstring)."""
+    """The guard's counters rebuilt from the messages in context (see the module docstring).
+
+    Only the messages after the last assistant message are read (backward from the end); the
+    rest is the visible total minus theirs, in O(1) for a ``ContextList``.
+    """
     prof = _profile(profile)
     guard = ContextGuard.for_profile(prof, provider, model, schema=schema_tokens)
     if targets:
         guard = guard.with_targets(targets)
-    visible = [item for item in items if item.message.visible]
-    last = _last_assistant(visible)
-    if last < 0:
-        return guard.loop_init(total(visible))
-    before = visible[: last + 1]
-    after = visible[last + 1 :]
-    current = reported_context if reported_context is not None else total(before)
-    tools = sum(item.tokens for item in after if _is_tool_output(item.message))
-    others = total(after) - tools
+    after = 0
+    tools = 0
+    found = False
+    for position in range(len(items) - 1, -1, -1):
+        message = items[position].message
+        if not message.visible:
+            continue
+        if message.role is Role.ASSISTANT:
+            found = True
+            break
+        after += items[position].tokens
+        if _is_tool_output(message):
+            tools += items[position].tokens
+    if not found:
+        return guard.loop_init(visible_total(items))
+    current = reported_context if reported_context is not None else visible_total(items) - after
+    others = after - tools
     if phase == "tool":
         return replace(guard, current=current, pending=others, new=tools)
     return replace(guard, current=current, pending=others + tools, new=0)
@@ -193,10 +199,6 @@ def _limit_of(blocked_limit: int | None, guard: ContextGuard) -> int:
 
 def _fmt(n: int) -> str:
     return f"{n:,}"
-
-
-def _kept(items: Sequence[ContextItem]) -> list[ItemChange]:
-    return [ItemChange(i.id, ItemStatus.KEPT, i.tokens, i.tokens) for i in items]
 
 
 # ------------------------------------------------------------------------------------------
@@ -220,14 +222,14 @@ class AiAgentPolicy:
     ) -> PolicyResult | None:
         """A tool output about to enter the context: size cap, then the tool preflight.
 
-        ``items`` is the context before the output (the output itself, if present, is left
-        out); the result's items are that context with the admitted output last. Without
-        ``guard`` the counters are rebuilt from ``items`` (``guard_for_items``, tool phase).
+        ``items`` is the context before the output (the output itself, if it comes last, is
+        left out); the result is about the output alone. Without ``guard`` the counters are
+        rebuilt from ``items`` (``guard_for_items``, tool phase).
         """
         prof = _profile(profile)
         if not _is_tool_output(item.message):
             return None
-        context = [i for i in items if i.id != item.id]
+        context = items[:-1] if items and items[-1].id == item.id else items
         if guard is None:
             guard = guard_for_items(context, prof, phase="tool", reported_context=reported_context)
         original = _output_text(item.message)
@@ -248,7 +250,7 @@ class AiAgentPolicy:
             "counters_before": guard.counters(),
         }
         if not guard.can_execute_tool():
-            return self._drop(item, context, estimate, guard, details, original, skipped=True)
+            return self._drop(item, estimate, guard, details, original, skipped=True)
 
         tokens = _tool_output_tokens(output, estimate)
         reservation = guard.reserve_tool_output(tokens)
@@ -264,7 +266,7 @@ class AiAgentPolicy:
         if not reservation.ok:
             details["available_tokens"] = reservation.available_tokens
             details["enforced"] = reservation.enforced
-            return self._drop(item, context, estimate, reservation.guard, details, original)
+            return self._drop(item, estimate, reservation.guard, details, original)
 
         details["counters_after"] = reservation.guard.counters()
         details["final_turn"] = False
@@ -283,9 +285,8 @@ class AiAgentPolicy:
                 f"{_fmt(cap)}: cut to {_fmt(_utf8_len(output))} bytes; projected "
                 f"{_fmt(evaluation.projected)} fits the limit {_fmt(details['limit'])}"
             ),
-            items=[*context, new_item],
+            items=[new_item],
             changes=[
-                *_kept(context),
                 ItemChange(
                     item.id,
                     ItemStatus.TRUNCATED,
@@ -294,15 +295,14 @@ class AiAgentPolicy:
                     f"cut to toolResponseMaxBytes ({_fmt(cap)} bytes)",
                 ),
             ],
-            tokens_before=total(context) + item.tokens,
-            tokens_after=total(context) + new_tokens,
+            tokens_before=item.tokens,
+            tokens_after=new_tokens,
             details=details,
         )
 
     def _drop(
         self,
         item: ContextItem,
-        context: list[ContextItem],
         estimate: Estimate,
         guard: ContextGuard,
         details: dict[str, Any],
@@ -342,9 +342,8 @@ class AiAgentPolicy:
             policy=NAME,
             fired=True,
             reason=reason,
-            items=[*context, ContextItem(new_message, new_tokens, item.index)],
+            items=[ContextItem(new_message, new_tokens, item.index)],
             changes=[
-                *_kept(context),
                 ItemChange(
                     item.id,
                     ItemStatus.DROPPED,
@@ -353,8 +352,8 @@ class AiAgentPolicy:
                     f"output of {_fmt(_utf8_len(original))} bytes replaced by {TOOL_NO_OUTPUT}",
                 ),
             ],
-            tokens_before=total(context) + item.tokens,
-            tokens_after=total(context) + new_tokens,
+            tokens_before=item.tokens,
+            tokens_after=new_tokens,
             details=details,
         )
 
@@ -444,7 +443,7 @@ class AiAgentPolicy:
             fired=True,
             reason=reason,
             items=list(items),
-            changes=_kept(items),
+            changes=[],
             tokens_before=tokens,
             tokens_after=tokens,
             details=details,
@@ -519,7 +518,6 @@ class AiAgentPolicy:
             text = _output_text(item.message)
             if not (_is_tool_output(item.message) and _utf8_len(text) > cap):
                 new_items.append(item)
-                changes.append(ItemChange(item.id, ItemStatus.KEPT, item.tokens, item.tokens))
                 continue
             message = replace_text(item.message, truncate_to_bytes(text, cap))
             tokens = estimate(message)

@@ -1,18 +1,27 @@
 """What every agent policy is: a pure function from the context to a new context and a report.
 
 A policy never writes anything: it takes the messages in context (with the agent's own token
-estimate for each) and the profile, and returns the new list of items, what happened to each
-original item, and a report of what it did and why. The same functions serve a manual action in
-the dashboard (``force=True``: act now, whatever the thresholds say, but with the agent's own
-protections) and replay (``force=False``: act only where the agent would have).
+estimate for each) and the profile, and returns the new list of items, what happened to the
+original items it did not keep as they were, and a report of what it did and why. The same
+functions serve a manual action in the dashboard (``force=True``: act now, whatever the
+thresholds say, but with the agent's own protections) and replay (``force=False``: act only
+where the agent would have).
+
+Cost: replay calls ``manage`` before every request and ``admit`` for every tool output, with a
+``ContextList`` whose token total is kept as it grows (``total`` reads it in O(1)). A policy's
+checks that decide whether to act must not scan the whole context when nothing fires; work in
+proportion to the context is for when it fires (a compaction rebuilds it), and a firing that
+repeats at every request works in proportion to the newest messages only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol
+from itertools import compress
+from operator import attrgetter, not_
+from typing import Any, Protocol, Self, SupportsIndex, overload
 
 from inspector.core.model import Message, MessageKind, Part, PartType, Role
 from inspector.core.profiles import Profile
@@ -60,12 +69,21 @@ class ItemChange:
 
 @dataclass
 class PolicyResult:
+    """What a policy did.
+
+    ``changes`` lists the original items that were not kept as they were (pruned, truncated,
+    summarised, archived, dropped), in their original order, then the items the policy added;
+    an original item absent from ``changes`` was kept (``diff.diff_action`` fills the kept rows
+    back in). ``admit``'s result is about the admitted item only: ``items`` holds that item as
+    it enters the context, ``changes`` its one change, and the token figures are its own.
+    """
+
     action: Action
     policy: str
     fired: bool  # whether anything changed (or, without force, whether the agent would act)
     reason: str  # why, or why not, in one sentence
-    items: list[ContextItem]  # the context after
-    changes: list[ItemChange]  # one per original item, then one per added item
+    items: list[ContextItem]  # the context after (admit: the admitted item alone)
+    changes: list[ItemChange]  # the items not kept as they were, in order, then the added ones
     tokens_before: int
     tokens_after: int
     details: dict[str, Any] = field(default_factory=dict)
@@ -84,14 +102,202 @@ class Summarizer(Protocol):
 Estimate = Callable[[Message], int]
 
 
+_TOKENS = attrgetter("tokens")
+_VISIBLE = attrgetter("message.visible")
+
+
+class ContextList(list[ContextItem]):
+    """A context that keeps its token totals up to date as it changes (replay's context).
+
+    - ``tokens_total`` is the sum of the items' tokens and ``hidden_tokens`` that of the items
+      the model does not see (``message.visible`` false): ``total`` and ``visible_total`` read
+      them in O(1). Every mutating list method keeps them right; a slice is a plain list.
+    - A *head* item (replay's overhead: what the transcript does not show) can be put first
+      and taken away again (``push_head``, ``pop_head``) without disturbing the marks.
+    - *Marks* let a policy that acts again and again on a growing context skip what it has
+      already been through: ``mark(key, position, data)`` records that the items before
+      ``position`` hold nothing ``key`` looks for, ``marked(key)`` reads it back. Marks count
+      positions from the first item after the head; appending keeps them, ``replaced`` drops
+      those that reach a replaced item, and any other change drops them all.
+    """
+
+    tokens_total: int
+    hidden_tokens: int
+    has_head: bool
+
+    def __init__(self, items: Iterable[ContextItem] = ()) -> None:
+        super().__init__(items)
+        self.has_head = False
+        self._marks: dict[str, tuple[int, Any]] = {}
+        self._recount()
+
+    # -- totals ----------------------------------------------------------------------------
+
+    def _recount(self) -> None:
+        tokens = list(map(_TOKENS, self))
+        self.tokens_total = sum(tokens)
+        self.hidden_tokens = sum(compress(tokens, map(not_, map(_VISIBLE, self))))
+
+    def _add(self, item: ContextItem, sign: int) -> None:
+        self.tokens_total += sign * item.tokens
+        if not item.message.visible:
+            self.hidden_tokens += sign * item.tokens
+
+    def _changed(self) -> None:
+        """A change other than an append: the marks may no longer hold, and the head may be
+        gone."""
+        self._marks.clear()
+        self.has_head = False
+
+    # -- head and marks --------------------------------------------------------------------
+
+    def push_head(self, item: ContextItem) -> None:
+        """``item`` first, as the head (there must be none yet)."""
+        if self.has_head:
+            raise ValueError("the context has a head already")
+        super().insert(0, item)
+        self._add(item, 1)
+        self.has_head = True
+
+    def pop_head(self) -> ContextItem:
+        """Take the head away."""
+        if not self.has_head:
+            raise ValueError("the context has no head")
+        item = super().pop(0)
+        self._add(item, -1)
+        self.has_head = False
+        return item
+
+    def mark(self, key: str, position: int, data: Any = None) -> None:
+        """The items before ``position`` hold nothing ``key`` looks for (``data``: what the
+        policy wants to remember about them)."""
+        self._marks[key] = (position - self.has_head, data)
+
+    def marked(self, key: str) -> tuple[int, Any] | None:
+        """(position, data) of ``key``'s mark, if it still holds."""
+        found = self._marks.get(key)
+        if found is None:
+            return None
+        return found[0] + self.has_head, found[1]
+
+    def copy(self) -> ContextList:
+        """A copy, with the same totals, head and marks (no recount)."""
+        new = ContextList.__new__(ContextList)
+        list.__init__(new, self)
+        new.tokens_total = self.tokens_total
+        new.hidden_tokens = self.hidden_tokens
+        new.has_head = self.has_head
+        new._marks = dict(self._marks)
+        return new
+
+    def replaced(self, replacements: Mapping[int, ContextItem]) -> ContextList:
+        """A copy with the items at some positions replaced; the totals follow, the head stays
+        and the marks that do not reach a replaced position too."""
+        new = self.copy()
+        for position, item in replacements.items():
+            new._add(self[position], -1)
+            list.__setitem__(new, position, item)
+            new._add(item, 1)
+        if replacements:
+            first = min(replacements) - self.has_head
+            new._marks = {k: v for k, v in new._marks.items() if v[0] <= first}
+        return new
+
+    # -- list methods ----------------------------------------------------------------------
+
+    def append(self, item: ContextItem) -> None:
+        super().append(item)
+        self._add(item, 1)
+
+    def extend(self, items: Iterable[ContextItem]) -> None:
+        added = list(items)
+        super().extend(added)
+        for item in added:
+            self._add(item, 1)
+
+    def __iadd__(self, items: Iterable[ContextItem]) -> Self:  # type: ignore[override,misc]
+        self.extend(items)
+        return self
+
+    def insert(self, index: SupportsIndex, item: ContextItem) -> None:
+        super().insert(index, item)
+        self._add(item, 1)
+        self._changed()
+
+    def pop(self, index: SupportsIndex = -1) -> ContextItem:
+        item = super().pop(index)
+        self._add(item, -1)
+        self._changed()
+        return item
+
+    def remove(self, item: ContextItem) -> None:
+        super().remove(item)
+        self._add(item, -1)
+        self._changed()
+
+    def clear(self) -> None:
+        super().clear()
+        self.tokens_total = self.hidden_tokens = 0
+        self._changed()
+
+    @overload
+    def __setitem__(self, index: SupportsIndex, item: ContextItem) -> None: ...
+    @overload
+    def __setitem__(self, index: slice, item: Iterable[ContextItem]) -> None: ...
+    def __setitem__(self, index: SupportsIndex | slice, item: Any) -> None:
+        if isinstance(index, slice):
+            super().__setitem__(index, item)
+            self._recount()
+        else:
+            old = self[index]
+            super().__setitem__(index, item)
+            self._add(old, -1)
+            self._add(item, 1)
+        self._changed()
+
+    def __delitem__(self, index: SupportsIndex | slice) -> None:
+        if isinstance(index, slice):
+            super().__delitem__(index)
+            self._recount()
+        else:
+            old = self[index]
+            super().__delitem__(index)
+            self._add(old, -1)
+        self._changed()
+
+    def __imul__(self, times: SupportsIndex) -> Self:
+        super().__imul__(times)
+        self._recount()
+        self._changed()
+        return self
+
+    def sort(self, *args: Any, **kwargs: Any) -> None:
+        super().sort(*args, **kwargs)
+        self._changed()
+
+    def reverse(self) -> None:
+        super().reverse()
+        self._changed()
+
+
 def total(items: Sequence[ContextItem]) -> int:
+    """The items' tokens: O(1) for a ``ContextList``."""
+    if isinstance(items, ContextList):
+        return items.tokens_total
     return sum(item.tokens for item in items)
+
+
+def visible_total(items: Sequence[ContextItem]) -> int:
+    """The tokens of the items the model sees: O(1) for a ``ContextList``."""
+    if isinstance(items, ContextList):
+        return items.tokens_total - items.hidden_tokens
+    return sum(item.tokens for item in items if item.message.visible)
 
 
 def unchanged(
     action: Action, policy: str, items: Sequence[ContextItem], reason: str, **details: Any
 ) -> PolicyResult:
-    """The result of a policy that decided not to act."""
+    """The result of a policy that decided not to act (every item kept: no changes)."""
     tokens = total(items)
     return PolicyResult(
         action=action,
@@ -99,11 +305,56 @@ def unchanged(
         fired=False,
         reason=reason,
         items=list(items),
-        changes=[ItemChange(i.id, ItemStatus.KEPT, i.tokens, i.tokens) for i in items],
+        changes=[],
         tokens_before=tokens,
         tokens_after=tokens,
         details=details,
     )
+
+
+def admitted(
+    action: Action,
+    policy: str,
+    item: ContextItem,
+    message: Message,
+    estimate: Estimate,
+    *,
+    reason: str,
+    details: Mapping[str, Any],
+    status: ItemStatus = ItemStatus.TRUNCATED,
+    note: str = "",
+) -> PolicyResult:
+    """``admit``'s result: ``item`` enters the context as ``message`` (re-estimated)."""
+    tokens = estimate(message)
+    return PolicyResult(
+        action=action,
+        policy=policy,
+        fired=True,
+        reason=reason,
+        items=[ContextItem(message, tokens, item.index)],
+        changes=[ItemChange(item.id, status, item.tokens, tokens, note)],
+        tokens_before=item.tokens,
+        tokens_after=tokens,
+        details=dict(details),
+    )
+
+
+def full_changes(before: Sequence[ContextItem], result: PolicyResult) -> list[ItemChange]:
+    """One change per item of ``before`` in order (KEPT for those ``result`` does not list),
+    then the changes of the items that were not in ``before`` (the added ones)."""
+    listed: dict[str, list[ItemChange]] = {}
+    for change in result.changes:
+        listed.setdefault(change.id, []).append(change)
+    out: list[ItemChange] = []
+    for item in before:
+        changes = listed.get(item.id)
+        if changes:
+            out.append(changes.pop(0))
+        else:
+            out.append(ItemChange(item.id, ItemStatus.KEPT, item.tokens, item.tokens))
+    seen = {item.id for item in before}
+    out.extend(c for c in result.changes if c.id not in seen)
+    return out
 
 
 def replace_text(message: Message, text: str) -> Message:
@@ -133,7 +384,8 @@ def summary_message(message_id: str, text: str, role: Role = Role.USER) -> Messa
 class Policy(Protocol):
     """One agent's context management, as pure functions.
 
-    ``admit`` runs when a tool output is about to enter the context (truncation, spill, drop);
+    ``admit`` runs when a tool output is about to enter the context (truncation, spill, drop)
+    and returns None when the output enters as it is, else a result about that output alone;
     ``manage`` runs before each model request and returns what the agent does there, in order
     (an empty list when it does nothing); ``prune``, ``compact`` and ``truncate`` are the
     actions a user can trigger by hand (``force=True``) with this agent's algorithm.

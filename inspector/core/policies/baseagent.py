@@ -41,6 +41,7 @@ from inspector.core.policies.base import (
     Policy,
     PolicyResult,
     Summarizer,
+    admitted,
     replace_text,
     summary_message,
     total,
@@ -149,26 +150,20 @@ class BaseAgentPolicy:
         profile: Profile,
         estimate: Estimate,
     ) -> PolicyResult | None:
-        """Middle-out truncation of a tool output as it enters the context.
-
-        ``items`` is the context before the output (the output itself, if present, is left
-        out); the result's items are that context with the admitted output last.
-        """
+        """Middle-out truncation of a tool output as it enters the context (the result is
+        about the output alone; ``items``, the context before it, does not matter here)."""
         agent = require(profile, BaseAgentProfile, NAME)
         cut = _truncated(item, agent)
         if cut is None:
             return None
-        context = [x for x in items if x.id != item.id]
-        context.append(item)
-        position = len(context) - 1
         size = len(content_text(item.message).encode("utf-8", "surrogatepass"))
         approx = size // agent.tool_output_bytes_per_token
         limit = agent.tool_output_max_bytes()
-        return in_place(
+        return admitted(
             Action.TRUNCATE,
             NAME,
-            context,
-            {position: cut},
+            item,
+            cut,
             estimate,
             reason=(
                 f"tool output of {fmt(size)} bytes (~{fmt(approx)} tokens) > "
@@ -176,7 +171,6 @@ class BaseAgentPolicy:
                 f"{fmt(limit)} bytes"
             ),
             details={"bytes": size, "max_tokens": agent.tool_output_max_tokens, "max_bytes": limit},
-            status=ItemStatus.TRUNCATED,
         )
 
     # -- manage --------------------------------------------------------------------------

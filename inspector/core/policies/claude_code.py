@@ -91,6 +91,11 @@ def idle_minutes(items: Sequence[ContextItem]) -> float | None:
     return (end - start).total_seconds() / 60
 
 
+def _idle_fires(idle: float | None) -> bool:
+    """Whether the idle gap triggers micro-compaction on its own."""
+    return idle is not None and idle > MICROCOMPACT_GAP_MINUTES
+
+
 def compactable_results(items: Sequence[ContextItem]) -> list[tuple[int, int]]:
     """(position, part index) of every compactable tool result, oldest first."""
     found: list[tuple[int, int]] = []
@@ -123,11 +128,12 @@ class ClaudeCodePolicy:
     ) -> list[PolicyResult]:
         claude = require(profile, ClaudeCodeProfile, NAME)
         results: list[PolicyResult] = []
-        work = list(items)
-        micro = self.prune(work, claude, estimate)
-        if micro.fired:
-            results.append(micro)
-            work = micro.items
+        work: Sequence[ContextItem] = items
+        if _idle_fires(idle_minutes(items)):  # else micro-compaction does not run (O(1) check)
+            micro = self.prune(work, claude, estimate)
+            if micro.fired:
+                results.append(micro)
+                work = micro.items
         if claude.over_threshold(total(work)):
             results.append(self._compact(work, claude, estimate, summarizer, auto=True))
         return results
@@ -149,7 +155,7 @@ class ClaudeCodePolicy:
             "idle_minutes": idle,
             "compactable_tools": sorted(COMPACTABLE_TOOLS),
         }
-        if not force and (idle is None or idle <= MICROCOMPACT_GAP_MINUTES):
+        if not force and not _idle_fires(idle):
             why = (
                 "no timestamps to measure the idle gap"
                 if idle is None
@@ -202,7 +208,7 @@ class ClaudeCodePolicy:
         if force:
             return self._compact(items, claude, estimate, summarizer, auto=False)
         micro = self.prune(items, claude, estimate)
-        work = micro.items if micro.fired else list(items)
+        work = micro.items if micro.fired else items
         tokens = total(work)
         threshold = claude.threshold()
         if not claude.over_threshold(tokens):

@@ -337,9 +337,7 @@ def _compaction_result(
     into = ", ".join(s.id for s in summaries)
     changes: list[ItemChange] = []
     for item in items:
-        if id(item) in kept:
-            changes.append(ItemChange(item.id, ItemStatus.KEPT, item.tokens, item.tokens))
-        else:
+        if id(item) not in kept:
             changes.append(
                 ItemChange(item.id, ItemStatus.SUMMARIZED, item.tokens, 0, f"into {into}")
             )
@@ -384,8 +382,8 @@ class FifthPolicy:
     ) -> list[PolicyResult]:
         """``ctx-auto-compress`` (only when ``auto_compress``: Fifth itself never calls it)."""
         fifth = _profile(profile)
-        if not fifth.auto_compress:
-            return []
+        if not fifth.auto_compress or not over_trigger(total(items), fifth):
+            return []  # levels 1-3 hold at most the whole context: not over the trigger either
         counted = counted_tokens(items, fifth)
         if not over_trigger(counted, fifth):
             return []
@@ -564,9 +562,8 @@ class FifthPolicy:
         new_items = [i for p, i in enumerate(items) if p not in dropped]
         changes = [
             ItemChange(i.id, ItemStatus.DROPPED, i.tokens, 0, "level-4 tool output")
-            if p in dropped
-            else ItemChange(i.id, ItemStatus.KEPT, i.tokens, i.tokens)
             for p, i in enumerate(items)
+            if p in dropped
         ]
         details["dropped_ids"] = [items[p].id for p in sorted(dropped)]
         details["level4_tokens_after"] = tool_tokens - freed

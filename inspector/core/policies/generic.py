@@ -23,6 +23,7 @@ from inspector.core.model import Message, MessageKind, Part, PartType, Role
 from inspector.core.policies.base import (
     Action,
     ContextItem,
+    ContextList,
     Estimate,
     ItemChange,
     ItemStatus,
@@ -145,46 +146,47 @@ def rebuild(
     """The result of a policy that lays out a new context from ``slots``.
 
     Originals left out of ``slots`` get ``removed``; replaced ones get ``modified`` and are
-    re-estimated with the agent's own rule, as are added messages. Changes come one per
-    original item in order, then one per added message in slot order.
+    re-estimated with the agent's own rule, as are added messages. Changes come for the
+    originals that were not kept as they were, in order, then one per added message in slot
+    order (``notes`` annotate them; a kept original has no change, so no note).
     """
     notes = notes or {}
     new_items: list[ContextItem] = []
-    after: dict[int, ContextItem] = {}
+    replaced: dict[int, ContextItem] = {}
+    kept: set[int] = set()
     added: list[ContextItem] = []
     for slot in slots:
         if isinstance(slot, int):
             item = items[slot]
-            after[slot] = item
+            kept.add(slot)
         elif isinstance(slot, tuple):
             position, message = slot
             original = items[position]
             item = ContextItem(message, estimate(message), original.index)
-            after[position] = item
+            replaced[position] = item
         else:
             item = ContextItem(slot, estimate(slot), None)
             added.append(item)
         new_items.append(item)
     changes: list[ItemChange] = []
     for position, item in enumerate(items):
-        note = notes.get(position, "")
-        if position not in after:
-            changes.append(ItemChange(item.id, removed, item.tokens, 0, note))
-        elif after[position] is item:
-            changes.append(ItemChange(item.id, ItemStatus.KEPT, item.tokens, item.tokens, note))
-        else:
-            changes.append(ItemChange(item.id, modified, item.tokens, after[position].tokens, note))
+        if position in replaced:
+            after = replaced[position].tokens
+            note = notes.get(position, "")
+            changes.append(ItemChange(item.id, modified, item.tokens, after, note))
+        elif position not in kept:
+            changes.append(ItemChange(item.id, removed, item.tokens, 0, notes.get(position, "")))
     changes.extend(ItemChange(a.id, ItemStatus.ADDED, 0, a.tokens) for a in added)
-    changed = bool(added) or any(c.status is not ItemStatus.KEPT for c in changes)
+    laid_out = ContextList(new_items)
     return PolicyResult(
         action=action,
         policy=policy,
-        fired=changed if fired is None else fired,
+        fired=bool(changes) if fired is None else fired,
         reason=reason,
-        items=new_items,
+        items=laid_out,
         changes=changes,
         tokens_before=total(items),
-        tokens_after=total(new_items),
+        tokens_after=laid_out.tokens_total,
         details=dict(details),
     )
 
@@ -200,12 +202,36 @@ def in_place(
     details: Mapping[str, Any],
     status: ItemStatus = ItemStatus.PRUNED,
 ) -> PolicyResult:
-    """The result of a policy that edits some items where they are (prune, truncate)."""
-    slots: list[Slot] = [
-        (i, replacements[i]) if i in replacements else i for i in range(len(items))
-    ]
-    return rebuild(
-        action, policy, items, slots, estimate, reason=reason, details=details, modified=status
+    """The result of a policy that edits some items where they are (prune, truncate).
+
+    The new items are a ``ContextList`` like ``items`` when ``items`` is one (its head and
+    the marks before the first edit kept), else a list."""
+    edited: dict[int, ContextItem] = {}
+    changes: list[ItemChange] = []
+    for position in sorted(replacements):
+        original = items[position]
+        message = replacements[position]
+        item = ContextItem(message, estimate(message), original.index)
+        edited[position] = item
+        changes.append(ItemChange(original.id, status, original.tokens, item.tokens))
+    new_items: list[ContextItem]
+    if isinstance(items, ContextList):
+        new_items = items.replaced(edited)
+    else:
+        new_items = list(items)
+        for position, item in edited.items():
+            new_items[position] = item
+    before = total(items)
+    return PolicyResult(
+        action=action,
+        policy=policy,
+        fired=bool(changes),
+        reason=reason,
+        items=new_items,
+        changes=changes,
+        tokens_before=before,
+        tokens_after=before + sum(c.tokens_after - c.tokens_before for c in changes),
+        details=dict(details),
     )
 
 
@@ -220,15 +246,26 @@ def chain(
     """One result for two steps, the first of which edited items in place (a prune before a
     compaction): each original item gets the second step's fate, or the first's if the second
     kept it."""
-    originals = [c for c in first.changes if c.status is not ItemStatus.ADDED]
-    if len(originals) != len(first.items) or len(first.changes) != len(first.items):
+    positions = {item.id: p for p, item in enumerate(first.items)}
+    if any(c.status is ItemStatus.ADDED or c.id not in positions for c in first.changes):
         raise ValueError("chain() needs a first step that edits items in place")
+    firsts = {c.id: c for c in first.changes}
+    seconds = {c.id: c for c in second.changes}
     changes: list[ItemChange] = []
-    for change, then in zip(originals, second.changes, strict=False):
-        status = change.status if then.status is ItemStatus.KEPT else then.status
-        note = then.note or change.note
-        changes.append(ItemChange(change.id, status, change.tokens_before, then.tokens_after, note))
-    changes.extend(second.changes[len(first.items) :])
+    for item in first.items:
+        change, then = firsts.get(item.id), seconds.get(item.id)
+        if then is not None and then.status is ItemStatus.KEPT:
+            then = None
+        if change is None and then is None:
+            continue  # kept by both
+        status = then.status if then is not None else ItemStatus.KEPT
+        if then is None and change is not None:
+            status = change.status
+        tokens_before = change.tokens_before if change is not None else item.tokens
+        tokens_after = then.tokens_after if then is not None else item.tokens
+        note = (then.note if then is not None else "") or (change.note if change else "")
+        changes.append(ItemChange(item.id, status, tokens_before, tokens_after, note))
+    changes.extend(c for c in second.changes if c.id not in positions)
     return PolicyResult(
         action=action,
         policy=second.policy,
@@ -252,14 +289,24 @@ SUMMARY_BUDGET_TOKENS = 4_096  # what we ask of the summarizer
 SUMMARY_HEADER = "[Summary of the earlier conversation]\n"
 
 
+UNCLEARED_MARK = "generic:uncleared-tool-outputs"  # no uncleared tool output before it
+
+
 def _prune_plan(
     items: Sequence[ContextItem], profile: GenericProfile
 ) -> tuple[list[int], int, int, int]:
-    """(positions to clear oldest first, protected tokens, target, tokens recoverable)."""
+    """(positions to clear oldest first, protected tokens, target, tokens recoverable).
+
+    The scan starts at the context's ``UNCLEARED_MARK`` (a ``ContextList`` that an earlier
+    prune left): before it every tool output is cleared already."""
     protect_budget = int(profile.limit_parts().effective * PROTECT_RATIO)
     target = profile.warning_threshold()
+    mark = items.marked(UNCLEARED_MARK) if isinstance(items, ContextList) else None
+    start = mark[0] if mark is not None else 0
     outputs = [
-        i for i, item in enumerate(items) if is_tool_output(item.message) and not _cleared(item)
+        i
+        for i in range(start, len(items))
+        if is_tool_output(items[i].message) and not _cleared(items[i])
     ]
     protected = 0
     candidates: list[int] = []
@@ -363,7 +410,7 @@ class GenericPolicy:
             )
             return unchanged(Action.PRUNE, NAME, items, f"nothing pruned: {why}", **details)
         replacements = {i: clear_output(items[i].message, CLEARED_MARKER) for i in chosen}
-        return in_place(
+        result = in_place(
             Action.PRUNE,
             NAME,
             items,
@@ -375,6 +422,10 @@ class GenericPolicy:
             ),
             details=details,
         )
+        if isinstance(result.items, ContextList):
+            # the chosen are the oldest uncleared outputs: none is left before the last one
+            result.items.mark(UNCLEARED_MARK, chosen[-1] + 1)
+        return result
 
     def compact(
         self,

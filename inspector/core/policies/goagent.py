@@ -47,6 +47,7 @@ from inspector.core.policies.base import (
     ItemStatus,
     PolicyResult,
     Summarizer,
+    admitted,
     replace_text,
     summary_message,
     total,
@@ -151,10 +152,6 @@ def _call_id(message: Message) -> str:
 
 def _status(message: Message) -> str:
     return "error" if _is_error(message) else "ok"
-
-
-def _kept(item: ContextItem, note: str = "") -> ItemChange:
-    return ItemChange(item.id, ItemStatus.KEPT, item.tokens, item.tokens, note)
 
 
 def _split_prompt(items: Sequence[ContextItem]) -> tuple[list[ContextItem], list[ContextItem]]:
@@ -431,33 +428,25 @@ class GoAgentPolicy:
         profile: Profile,
         estimate: Estimate,
     ) -> PolicyResult | None:
-        """The tool-output limits on one output; the result's items are the context with the
-        (possibly shortened) output last."""
+        """The tool-output limits on one output (the result is about that output alone)."""
         prof = _profile(profile)
         if not _is_tool_result(item.message):
             return None
         limited = limit_tool_output(_output_of(item.message), prof)
         if limited is None:
             return None
-        context = [i for i in items if i.id != item.id]
-        message = replace_text(item.message, limited.text)
-        tokens = estimate(message)
         how = (
             "spilled to a file (simulated)" if limited.spilled else f"cut by {limited.truncated_by}"
         )
-        return PolicyResult(
-            action=Action.TRUNCATE,
-            policy=NAME,
-            fired=True,
+        return admitted(
+            Action.TRUNCATE,
+            NAME,
+            item,
+            replace_text(item.message, limited.text),
+            estimate,
             reason=self._limit_reason(limited, prof),
-            items=[*context, ContextItem(message, tokens, item.index)],
-            changes=[
-                *(_kept(i) for i in context),
-                ItemChange(item.id, ItemStatus.TRUNCATED, item.tokens, tokens, how),
-            ],
-            tokens_before=total(context) + item.tokens,
-            tokens_after=total(context) + tokens,
             details={**limited.as_dict(), "spill_path": SPILL_PATH if limited.spilled else None},
+            note=how,
         )
 
     @staticmethod
@@ -498,7 +487,6 @@ class GoAgentPolicy:
             )
             if limited is None:
                 new_items.append(item)
-                changes.append(_kept(item))
                 continue
             message = replace_text(item.message, limited.text)
             tokens = estimate(message)
@@ -564,7 +552,7 @@ class GoAgentPolicy:
                 **figures,
             )
         new_items = list(items)
-        changes = [_kept(i) for i in items]
+        changes: list[ItemChange] = []
         added: list[ContextItem] = []
         fallbacks = 0
         for idx in visible[:excess]:  # oldest first, one per iteration as the agent does
@@ -574,12 +562,14 @@ class GoAgentPolicy:
             archived = _archived(original.message)
             archived_tokens = estimate(archived)
             new_items[idx] = ContextItem(archived, archived_tokens, original.index)
-            changes[idx] = ItemChange(
-                original.id,
-                ItemStatus.ARCHIVED,
-                original.tokens,
-                archived_tokens,
-                "hidden from the model, kept for the user",
+            changes.append(
+                ItemChange(
+                    original.id,
+                    ItemStatus.ARCHIVED,
+                    original.tokens,
+                    archived_tokens,
+                    "hidden from the model, kept for the user",
+                )
             )
             message = _user_message(
                 f"{NAME}:tool-summary:{original.id}",
@@ -692,7 +682,7 @@ class GoAgentPolicy:
         summary_item = ContextItem(summary_item_message, estimate(summary_item_message))
         recent_items, recent_changes, digest = self._digest_recent(recent, profile, estimate)
 
-        changes: list[ItemChange] = [_kept(i) for i in prompt]
+        changes: list[ItemChange] = []
         for m in old:
             if m.message.visible:
                 changes.append(ItemChange(m.id, ItemStatus.SUMMARIZED, m.tokens, 0))
@@ -775,7 +765,7 @@ class GoAgentPolicy:
         """``compactToolResultsInRecent``: archive the oldest visible tool results beyond the
         cutoff and append one digest of them."""
         items = list(recent)
-        changes = [_kept(i) for i in recent]
+        changes: list[ItemChange] = []
         cutoff = profile.tool_call_cutoff
         visible = _visible_tool_results(recent)
         excess = len(visible) - cutoff
@@ -787,12 +777,14 @@ class GoAgentPolicy:
             archived = _archived(original.message)
             tokens = estimate(archived)
             items[idx] = ContextItem(archived, tokens, original.index)
-            changes[idx] = ItemChange(
-                original.id,
-                ItemStatus.ARCHIVED,
-                original.tokens,
-                tokens,
-                "hidden from the model, kept for the user",
+            changes.append(
+                ItemChange(
+                    original.id,
+                    ItemStatus.ARCHIVED,
+                    original.tokens,
+                    tokens,
+                    "hidden from the model, kept for the user",
+                )
             )
             lines.append(digest_line(original.message))
         message = _user_message(

@@ -30,11 +30,13 @@ from inspector.core.model import Message
 from inspector.core.policies.base import (
     Action,
     ContextItem,
+    ContextList,
     Estimate,
     ItemStatus,
     Policy,
     PolicyResult,
     Summarizer,
+    admitted,
     replace_text,
     summary_message,
     total,
@@ -70,11 +72,20 @@ def middle_out(text: str, max_chars: int) -> str | None:
     return f"{text[:keep]}\n\n[... {len(text) - max_chars} bytes truncated ...]\n\n{tail}"
 
 
+PRUNED_MARK = "guide:older-outputs-pruned"  # every tool output before it is pruned
+
+
 def _keep_last(
     items: Sequence[ContextItem], keep: int, stage: str, guide: GuideProfile, estimate: Estimate
 ) -> PolicyResult:
-    """``prune_tool_outputs(messages, keep_last=keep)``."""
-    outputs = [i for i, item in enumerate(items) if is_tool_output(item.message)]
+    """``prune_tool_outputs(messages, keep_last=keep)``.
+
+    The scan starts at the context's ``PRUNED_MARK`` (a ``ContextList`` that an earlier
+    prune left): every tool output before it is pruned already, and the mark holds their
+    number."""
+    mark = items.marked(PRUNED_MARK) if isinstance(items, ContextList) else None
+    start, earlier = mark if mark is not None else (0, 0)
+    outputs = [i for i in range(start, len(items)) if is_tool_output(items[i].message)]
     older = outputs[: max(0, len(outputs) - keep)]
     replacements = {
         i: clear_output(items[i].message, PRUNE_MARKER)
@@ -84,7 +95,7 @@ def _keep_last(
     details: dict[str, Any] = {
         "stage": stage,
         "keep_last": keep,
-        "tool_outputs": len(outputs),
+        "tool_outputs": earlier + len(outputs),
         "outputs": len(replacements),
         "prune_above": guide.prune_above(),
         "threshold": guide.threshold(),
@@ -95,7 +106,7 @@ def _keep_last(
             NAME,
             items,
             f"{stage}: no tool output older than the last {keep} left to prune "
-            f"({len(outputs)} in context)",
+            f"({earlier + len(outputs)} in context)",
             **details,
         )
     result = in_place(Action.PRUNE, NAME, items, replacements, estimate, reason="", details=details)
@@ -103,6 +114,10 @@ def _keep_last(
         f"{stage}: pruned {len(replacements)} tool outputs, kept the last {keep}: "
         f"{fmt(result.tokens_before)} -> {fmt(result.tokens_after)} tokens"
     )
+    if isinstance(result.items, ContextList):
+        # every output but the last ``keep`` is pruned now
+        position = outputs[len(older)] if len(older) < len(outputs) else len(items)
+        result.items.mark(PRUNED_MARK, position, earlier + len(older))
     return result
 
 
@@ -111,7 +126,7 @@ def _prune_stages(
 ) -> list[PolicyResult]:
     """Stages 1 and 2 of ``manage_context`` (stage 1 regardless of the count when forced)."""
     results: list[PolicyResult] = []
-    work = list(items)
+    work: Sequence[ContextItem] = items
     if force or total(work) > guide.prune_above():
         first = _keep_last(work, guide.keep_last_first, "stage 1", guide, estimate)
         results.append(first)
@@ -184,27 +199,24 @@ class GuidePolicy:
         profile: Profile,
         estimate: Estimate,
     ) -> PolicyResult | None:
-        """Middle-out truncation of a tool output as it enters the context (``items`` without
-        the output, which comes last in the result)."""
+        """Middle-out truncation of a tool output as it enters the context (the result is
+        about the output alone)."""
         guide = require(profile, GuideProfile, NAME)
         cut = _cut(item.message, guide)
         if cut is None:
             return None
-        context = [x for x in items if x.id != item.id]
-        context.append(item)
         size = len(content_text(item.message))
-        return in_place(
+        return admitted(
             Action.TRUNCATE,
             NAME,
-            context,
-            {len(context) - 1: cut},
+            item,
+            cut,
             estimate,
             reason=(
                 f"tool output of {fmt(size)} characters > {fmt(guide.truncate_max_bytes)}: "
                 "middle-out truncated"
             ),
             details={"chars": size, "max_bytes": guide.truncate_max_bytes},
-            status=ItemStatus.TRUNCATED,
         )
 
     def manage(
@@ -217,7 +229,7 @@ class GuidePolicy:
         guide = require(profile, GuideProfile, NAME)
         tokens = total(items)
         results = _prune_stages(items, guide, estimate, force=False)
-        work = results[-1].items if results else list(items)
+        work = results[-1].items if results else items
         if total(work) > guide.threshold():
             results.append(_compaction(work, guide, estimate, summarizer))
         for result in results:
@@ -260,7 +272,7 @@ class GuidePolicy:
         if force:
             return _compaction(items, guide, estimate, summarizer)
         stages = _prune_stages(items, guide, estimate, force=False)
-        work = stages[-1].items if stages else list(items)
+        work = stages[-1].items if stages else items
         if total(work) <= guide.threshold():
             return unchanged(
                 Action.COMPACT,
