@@ -18,7 +18,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import IntFlag
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from inspector.core.model import (
     Compacted,
@@ -139,6 +139,145 @@ def _span(source: int, offset: int, length: int, line: int) -> SourceSpan:
     return span
 
 
+# -- compact storage of the frequent plain events --------------------------------------------
+#
+# A long transcript holds a request and a usage report (or a context figure, or a log line) for
+# every few messages; as pydantic objects each costs ~1 KB (the object, its field dict, its
+# fields-set, its span and usage). The session keeps these as tuples of their field values
+# (``(class code, fields set, value, ...)``, span and usage as tuples of theirs) and makes the
+# object again when it is asked for: equal to the one appended, field for field.
+
+_PACKED_CLASSES: tuple[type[Event], ...] = (RequestSent, UsageReported, ContextMeasured, LogLine)
+_PACK_CODE: dict[type, int] = {cls: code for code, cls in enumerate(_PACKED_CLASSES)}
+_PACK_NAMES: list[tuple[str, ...]] = [tuple(cls.model_fields) for cls in _PACKED_CLASSES]
+# the fields after the span, in order (the span is held as its four numbers: source -1 for none)
+_PACK_REST: list[tuple[str, ...]] = [
+    tuple(name for name in names if name != "span") for names in _PACK_NAMES
+]
+_PACK_TYPE: list[str] = [cls.model_fields["type"].default for cls in _PACKED_CLASSES]
+_USAGE_NAMES = tuple(Usage.model_fields)
+_SHARED_SETS: dict[frozenset[str], set[str]] = {}
+# string fields with few distinct values, kept once per session
+_INTERNED_FIELDS = frozenset({"thread", "model", "level", "tag", "label"})
+
+
+def _shared_set(fields: set[str]) -> set[str]:
+    """One set object for every model with these fields set (models here are frozen: pydantic
+    copies the set before it changes one)."""
+    key = frozenset(fields)
+    shared = _SHARED_SETS.get(key)
+    if shared is None:
+        shared = _SHARED_SETS[key] = set(key)
+    return shared
+
+
+def _plain_model(model: Any) -> bool:
+    return model.__pydantic_extra__ is None and model.__pydantic_private__ is None
+
+
+def _pack(event: Any, strings: dict[str, str]) -> tuple[Any, ...] | None:
+    """``event`` as a tuple (``None`` when it is not one of the packed kinds, as they are)."""
+    code = _PACK_CODE.get(type(event))
+    if code is None or not _plain_model(event):
+        return None
+    span = event.span
+    if span is None:
+        values: list[Any] = [code, _shared_set(event.__pydantic_fields_set__), -1, 0, 0, 0]
+    elif type(span) is SourceSpan and _plain_model(span) and span.source >= 0:
+        fields = _shared_set(event.__pydantic_fields_set__)
+        values = [code, fields, span.source, span.offset, span.length, span.line]
+    else:
+        return None
+    for name, value in event.__dict__.items():
+        if name == "span":
+            continue
+        if name == "usage":
+            if type(value) is not Usage or not _plain_model(value):
+                return None
+            value = (_shared_set(value.__pydantic_fields_set__), *value.__dict__.values())
+        elif name == "type":
+            value = _PACK_TYPE[code]
+        elif name in _INTERNED_FIELDS and type(value) is str:
+            value = strings.setdefault(value, value)
+        values.append(value)
+    if tuple(event.__dict__) != _PACK_NAMES[code]:
+        return None
+    usage = getattr(event, "usage", None)
+    if usage is not None and tuple(usage.__dict__) != _USAGE_NAMES:
+        return None
+    return tuple(values)
+
+
+def _build(cls: type[Any], data: dict[str, Any], fields: set[str]) -> Any:
+    model = _new(cls)
+    _setattr(model, "__dict__", data)
+    _setattr(model, "__pydantic_fields_set__", fields)
+    _setattr(model, "__pydantic_extra__", None)
+    _setattr(model, "__pydantic_private__", None)
+    return model
+
+
+def _unpack_usage(packed: tuple[Any, ...]) -> Usage:
+    usage: Usage = _build(Usage, dict(zip(_USAGE_NAMES, packed[1:], strict=True)), packed[0])
+    return usage
+
+
+def _unpack(packed: tuple[Any, ...]) -> Event:
+    code = packed[0]
+    source = packed[2]
+    rest = dict(zip(_PACK_REST[code], packed[6:], strict=True))
+    data: dict[str, Any] = {}
+    for name in _PACK_NAMES[code]:  # the fields in their order
+        if name == "span":
+            data[name] = None if source < 0 else _span(source, packed[3], packed[4], packed[5])
+        else:
+            data[name] = rest[name]
+    usage = data.get("usage")
+    if usage is not None:
+        data["usage"] = _unpack_usage(usage)
+    event: Event = _build(_PACKED_CLASSES[code], data, packed[1])
+    return event
+
+
+class _Live:
+    """The indices of the messages in context: one byte per message, in index order (messages
+    enter in the order they were added)."""
+
+    __slots__ = ("bits", "count")
+
+    def __init__(self) -> None:
+        self.bits = bytearray()
+        self.count = 0
+
+    def reserve(self, size: int) -> None:
+        if size > len(self.bits):
+            self.bits.extend(bytes(max(size - len(self.bits), len(self.bits), 1024)))
+
+    def add(self, index: int) -> None:
+        self.reserve(index + 1)
+        if not self.bits[index]:
+            self.bits[index] = 1
+            self.count += 1
+
+    def discard(self, index: int) -> None:
+        if index < len(self.bits) and self.bits[index]:
+            self.bits[index] = 0
+            self.count -= 1
+
+    def __contains__(self, index: int) -> bool:
+        return index < len(self.bits) and self.bits[index] == 1
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self) -> Iterator[int]:
+        find = self.bits.find
+        at = find(1)
+        while at >= 0:
+            yield at
+            at = find(1, at + 1)
+
+
 class MessageEntry(NamedTuple):
     """A message known by its columns only: what a reader gives instead of a ``MessageAdded``
     when no body is wanted (``Parser.feed_entries``). The session records it exactly as it records
@@ -221,12 +360,18 @@ class StepState:
     reported: int | None = None  # the provider's prompt size, or the agent's own figure
     reported_label: str = ""
     peak_reported: int | None = None  # the largest figure seen during the build-up
-    usage: Usage | None = None
+    packed_usage: tuple[Any, ...] | None = None  # the usage reported, as the session keeps it
     guard: GuardEvaluated | None = None
     compactions: int = 0
     prunes: int = 0
     dropped: int = 0
     final_turn: bool = False
+
+    @property
+    def usage(self) -> Usage | None:
+        """The provider's usage for this request, when it was reported."""
+        packed = self.packed_usage
+        return _unpack_usage(packed) if packed is not None else None
 
     @property
     def tokens(self) -> int:
@@ -261,7 +406,7 @@ class SourceInfo:
 class _Running:
     """Derivation state carried from event to event."""
 
-    live: dict[int, None] = field(default_factory=dict)  # message indices in context, in order
+    live: _Live = field(default_factory=_Live)  # message indices in context, in order
     estimated: int = 0
     exact: int = 0
     exact_unknown: int = 0
@@ -280,23 +425,23 @@ class MessageTable:
 
     def __init__(self) -> None:
         self.ids: list[str] = []
-        self.index_of: dict[str, int] = {}
+        self._index_of: dict[str, int] | None = None  # built on the first lookup by id
         self.role = array("b")
         self.kind = array("b")
         self.flags = array("B")
         self.thread = array("H")
-        self.tool = array("l")
+        self.tool = array("i")
         self.chars = array("q")
-        self.estimate = array("q")
-        self.exact = array("q")  # -1: unknown
-        self.reported = array("q")  # -1: none
-        self.step_added = array("l")
-        self.step_removed = array("l")  # -1: still in context
-        self.event_index = array("q")
+        self.estimate = array("i")
+        self.exact = array("i")  # -1: unknown
+        self.reported = array("i")  # -1: none
+        self.step_added = array("i")
+        self.step_removed = array("i")  # -1: still in context
+        self.event_index = array("i")
         self.source = array("h")  # -1: no span
         self.offset = array("q")
         self.length = array("q")
-        self.line = array("l")
+        self.line = array("i")
         self.threads: list[str] = []
         self._thread_code: dict[str, int] = {}
         self.tools: list[str] = []
@@ -304,6 +449,14 @@ class MessageTable:
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    @property
+    def index_of(self) -> dict[str, int]:
+        """Message id -> index (the last message with that id). Built when first asked for:
+        many sessions never look a message up by id, and the map is the table's largest part."""
+        if self._index_of is None:
+            self._index_of = dict(zip(self.ids, range(len(self.ids)), strict=True))
+        return self._index_of
 
     def intern_thread(self, name: str) -> int:
         code = self._thread_code.get(name)
@@ -347,7 +500,11 @@ class Session:
         self.body_reader = body_reader
         self.sources: list[SourceInfo] = []
         self.table = MessageTable()
-        self._events: list[Event | int] = []  # a message event is stored as its table index
+        # Every event as a code: a message event is its table index (>= 0); any other event
+        # is ``-1 - k`` for ``self._objects[k]``, the event itself or its packed tuple.
+        self._events = array("i")
+        self._objects: list[Event | tuple[Any, ...]] = []
+        self._strings: dict[str, str] = {}  # the packed events' few distinct strings
         self._non_message = array("q")  # indices of the events that are not messages
         self._of_type: dict[type, array[int]] = {}  # the same, by event class
         self._inline: dict[int, Message] = {}
@@ -371,10 +528,16 @@ class Session:
         return len(self.table)
 
     def event(self, index: int) -> Event:
-        item = self._events[index]
-        if isinstance(item, int):
-            return self._message_event(item)
-        return item
+        code = self._events[index]
+        if code >= 0:
+            return self._message_event(code)
+        return self._object(-1 - code)
+
+    def _object(self, k: int) -> Event:
+        item = self._objects[k]
+        if type(item) is tuple:
+            return _unpack(item)
+        return item  # type: ignore[return-value]
 
     def events(self, start: int = 0, stop: int | None = None) -> Iterator[Event]:
         stop = len(self._events) if stop is None else stop
@@ -382,13 +545,13 @@ class Session:
             yield self.event(i)
 
     def raw_events(self) -> Iterator[Event | int]:
-        """Events as stored: message events are table indices (cheap; no body reads)."""
-        return iter(self._events)
+        """Events in order, message events as their table indices (cheap; no body reads)."""
+        obj = self._object
+        for code in self._events:
+            yield code if code >= 0 else obj(-1 - code)
 
     def non_message_events(self) -> Iterator[tuple[int, Event]]:
-        indices = self._non_message
-        events = map(self._events.__getitem__, indices)
-        return zip(indices, events, strict=False)  # type: ignore[arg-type]
+        return zip(self._non_message, map(self._object, range(len(self._objects))), strict=True)
 
     def events_of(self, *classes: type[Event]) -> Iterator[tuple[int, Event]]:
         """``(index, event)`` of the non-message events that are instances of ``classes``, in
@@ -400,8 +563,8 @@ class Session:
             order: Iterable[int] = picked[0]
         else:
             order = sorted(i for indices in picked for i in indices)
-        stored = self._events
-        return ((i, stored[i]) for i in order)  # type: ignore[misc]
+        codes, obj = self._events, self._object
+        return ((i, obj(-1 - codes[i])) for i in order)
 
     def record(self, index: int) -> MessageRecord:
         t = self.table
@@ -550,6 +713,11 @@ class Session:
         add_message = self._add_message
         stored = self._events
         store = stored.append
+        objects = self._objects
+        keep = objects.append
+        first_object = len(objects)
+        fresh: list[Event] = []  # the batch's other events, as given
+        strings = self._strings
         note = self._non_message.append
         of_type = self._of_type
         entries: list[MessageEntry] = []  # entries not yet in the table (added column-wise)
@@ -572,7 +740,9 @@ class Session:
                 continue
             index = len(stored)
             note(index)
-            store(event)  # type: ignore[arg-type]
+            store(-1 - len(objects))
+            keep(_pack(event, strings) or event)
+            fresh.append(event)  # type: ignore[arg-type]
             same = of_type.get(kind)
             if same is None:
                 same = of_type[kind] = array("q")
@@ -590,7 +760,7 @@ class Session:
                 exact[first_message + offset] = count + MESSAGE_OVERHEAD
         elif self.count_exact:
             self._count_new(first_message, batch)
-        self._derive(len(self._events) - len(batch))
+        self._derive(len(self._events) - len(batch), fresh, first_object)
         return len(batch)
 
     def _add_message(self, event: MessageAdded) -> None:
@@ -599,7 +769,8 @@ class Session:
         index = len(t)
         mid = message.id
         t.ids.append(mid)
-        t.index_of[mid] = index
+        if t._index_of is not None:
+            t._index_of[mid] = index
         t.role.append(_ROLE_CODE[message.role])
         t.kind.append(_KIND_CODE[message.kind])
         flags = _VISIBLE if message.visible else 0
@@ -614,7 +785,7 @@ class Session:
         t.chars.append(len(message.text))
         t.estimate.append(self.estimator(message))
         t.exact.append(-1)
-        t.reported.append(event.tokens if event.tokens is not None else -1)
+        t.reported.append(_clamp(event.tokens) if event.tokens is not None else -1)
         t.step_added.append(0)
         t.step_removed.append(-1)
         t.event_index.append(len(self._events))
@@ -653,7 +824,8 @@ class Session:
         ) = zip(*entries, strict=True)
         # ``fromlist`` sizes a column once (``extend`` from a sequence grows it value by value)
         t.ids.extend(ids)
-        t.index_of.update(zip(ids, range(first, first + count), strict=True))
+        if t._index_of is not None:
+            t._index_of.update(zip(ids, range(first, first + count), strict=True))
         t.role.fromlist(list(map(_ROLE_CODE.__getitem__, roles)))
         t.kind.fromlist(list(map(_KIND_CODE.__getitem__, kinds)))
         t.flags.fromlist([_VISIBLE if v else 0 for v in visible])
@@ -680,11 +852,11 @@ class Session:
         if estimate_chars is not None:
             t.estimate.fromlist(list(map(estimate_chars, chars)))
         else:
-            t.estimate.extend(array("q", [0]) * count)  # filled below, from the bodies
-        t.exact.extend(array("q", [-1]) * count)
-        t.reported.fromlist([-1 if n is None else n for n in tokens])
-        t.step_added.extend(array("l", [0]) * count)
-        t.step_removed.extend(array("l", [-1]) * count)
+            t.estimate.extend(array("i", [0]) * count)  # filled below, from the bodies
+        t.exact.extend(array("i", [-1]) * count)
+        t.reported.fromlist([-1 if n is None else _clamp(n) for n in tokens])
+        t.step_added.extend(array("i", [0]) * count)
+        t.step_removed.extend(array("i", [-1]) * count)
         t.event_index.fromlist(event_index)
         t.source.fromlist(list(sources))
         t.offset.fromlist(list(offsets))
@@ -736,10 +908,17 @@ class Session:
             t.step_removed[i] = -1
         self._derive(0)
 
-    def _derive(self, start: int) -> None:
+    def _derive(self, start: int, fresh: Sequence[Event] = (), first_fresh: int = -1) -> None:
+        """Derive the state through the events from ``start`` on. ``fresh``: the non-message
+        events just appended, as given (``self._objects[first_fresh:]``), so none is unpacked."""
         run = self._run
         t = self.table
         events = self._events
+        objects = self._objects
+        if first_fresh < 0:
+            first_fresh = len(objects)
+        run.live.reserve(len(t))
+        live_bits = run.live.bits
         flags = t.flags
         thread_of = t.thread
         step_added = t.step_added
@@ -752,28 +931,37 @@ class Session:
         end = len(events)
         for index in range(start, end):
             item = events[index]
-            kind = type(item)
-            if kind is int:  # a message (``_count_in`` inlined for the unpruned ones)
-                step_added[item] = step  # type: ignore[index]
-                bits = flags[item]  # type: ignore[index]
-                if bits & _VISIBLE and thread_of[item] == main:  # type: ignore[index]
-                    live[item] = None  # type: ignore[index]
+            if item >= 0:  # a message (``_count_in`` inlined for the unpruned ones)
+                step_added[item] = step
+                bits = flags[item]
+                if bits & _VISIBLE and thread_of[item] == main and not live_bits[item]:
+                    live_bits[item] = 1
+                    live.count += 1
                     if bits & _PRUNED:
-                        count_in(item, +1)  # type: ignore[arg-type]
+                        count_in(item, +1)
                     else:
-                        run.estimated += estimate[item]  # type: ignore[index]
-                        tokens = exact[item]  # type: ignore[index]
+                        run.estimated += estimate[item]
+                        tokens = exact[item]
                         if tokens >= 0:
                             run.exact += tokens
                         else:
                             run.exact_unknown += 1
                 continue
             self._open.last_event = index
-            if kind in _INERT:
-                continue
-            self._event(item, index)  # type: ignore[arg-type]
+            k = -1 - item
+            stored = objects[k]
+            if type(stored) is tuple:
+                if _PACKED_CLASSES[stored[0]] in _INERT:
+                    continue
+                event = fresh[k - first_fresh] if k >= first_fresh else _unpack(stored)
+            else:
+                event = stored  # type: ignore[assignment]
+                if type(event) in _INERT:
+                    continue
+            self._event(event, index)
             step = self._open.step
             live = run.live
+            live_bits = live.bits
         if end > start:
             self._open.last_event = end - 1
 
@@ -787,7 +975,7 @@ class Session:
             if event.thread == MAIN_THREAD and self.steps:
                 # usage answers the latest request: it belongs to that request's step
                 last = self.steps[-1]
-                last.usage = event.usage
+                last.packed_usage = self._usage_of(index)
                 last.reported = event.usage.prompt_tokens
                 last.reported_label = "usage"
                 if self._open.first_event == index:
@@ -822,6 +1010,15 @@ class Session:
         elif isinstance(event, FinalTurnForced):
             run.final_turn = True
 
+    def _usage_of(self, index: int) -> tuple[Any, ...]:
+        """The packed usage of the usage event at ``index`` (shared with the stored event)."""
+        stored = self._objects[-1 - self._events[index]]
+        if type(stored) is tuple:
+            packed: tuple[Any, ...] = stored[6 + _PACK_REST[stored[0]].index("usage")]
+            return packed
+        usage = stored.usage  # type: ignore[union-attr]
+        return (_shared_set(usage.__pydantic_fields_set__), *usage.__dict__.values())
+
     def _measure(self, tokens: int, label: str, *, peak_only: bool = False) -> None:
         run = self._run
         if not peak_only:
@@ -855,16 +1052,15 @@ class Session:
         run = self._run
         t = self.table
         retained = set(event.retained_ids)
-        keep: dict[int, None] = {}
         system_code = _ROLE_CODE[Role.SYSTEM]
-        for index in run.live:
+        live = run.live
+        for index in live:
             if t.ids[index] in retained or (event.keep_system and t.role[index] == system_code):
-                keep[index] = None
                 continue
             self._count_in(index, -1)
             t.flags[index] |= _REMOVED
             t.step_removed[index] = self._open.step
-        run.live = keep
+            live.discard(index)
 
     def _reset(self, event: ContextReset) -> None:
         """Drop what was added after ``keep_through`` (everything when it is None)."""
@@ -874,17 +1070,16 @@ class Session:
         if event.keep_through is not None and anchor is None:
             return  # the point to go back to was never seen: keep the context as it is
         system_code = _ROLE_CODE[Role.SYSTEM]
-        keep: dict[int, None] = {}
-        for index in run.live:
+        live = run.live
+        for index in live:
             if (anchor is not None and index <= anchor) or (
                 event.keep_system and t.role[index] == system_code
             ):
-                keep[index] = None
                 continue
             self._count_in(index, -1)
             t.flags[index] |= _REMOVED
             t.step_removed[index] = self._open.step
-        run.live = keep
+            live.discard(index)
 
     def _prune(self, message_id: str) -> None:
         index = self.table.index_of.get(message_id)
@@ -961,6 +1156,14 @@ class Session:
                 continue
             out.append(i)
         return out
+
+
+_INT32_MAX = 2**31 - 1
+
+
+def _clamp(tokens: int) -> int:
+    """A token figure from the input as the 32-bit columns hold it (no real figure is larger)."""
+    return tokens if 0 <= tokens <= _INT32_MAX else (_INT32_MAX if tokens > 0 else -1)
 
 
 def _chars4(message: Message) -> int:
