@@ -39,12 +39,13 @@ class Counters:
 
 def counters_at(session: Session, profile: Profile, step: int | None = None) -> Counters | None:
     """The counters at ``step`` (1-based; default: the latest), or None for an empty session."""
-    states = session.all_steps()
-    if not states:
+    count = session.step_count()
+    if not count:
         return None
-    index = len(states) - 1 if step is None else max(0, min(step, len(states)) - 1)
-    state = states[index]
-    previous = states[index - 1] if index > 0 else None
+    index = count - 1 if step is None else max(0, min(step, count) - 1)
+    state = session.state_of(index + 1)
+    assert state is not None
+    previous = session.state_of(index) if index > 0 else None
     parts = profile.limit_parts()
     if state.guard is not None:
         guard = state.guard

@@ -14,11 +14,12 @@ only, its body read back by span when asked for. Both give the same record.
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import IntFlag
-from typing import Any, NamedTuple, Protocol
+from typing import NamedTuple, Protocol, overload
 
 from inspector.core.model import (
     Compacted,
@@ -45,6 +46,7 @@ from inspector.core.model import (
     Usage,
     UsageReported,
 )
+from inspector.core.packed import EventStore
 
 MAIN_THREAD = "main"
 PRUNED_MARKER = "[Old tool result content cleared]"
@@ -137,106 +139,6 @@ def _span(source: int, offset: int, length: int, line: int) -> SourceSpan:
         if not _span_checked[0]:
             return reference
     return span
-
-
-# -- compact storage of the frequent plain events --------------------------------------------
-#
-# A long transcript holds a request and a usage report (or a context figure, or a log line) for
-# every few messages; as pydantic objects each costs ~1 KB (the object, its field dict, its
-# fields-set, its span and usage). The session keeps these as tuples of their field values
-# (``(class code, fields set, value, ...)``, span and usage as tuples of theirs) and makes the
-# object again when it is asked for: equal to the one appended, field for field.
-
-_PACKED_CLASSES: tuple[type[Event], ...] = (RequestSent, UsageReported, ContextMeasured, LogLine)
-_PACK_CODE: dict[type, int] = {cls: code for code, cls in enumerate(_PACKED_CLASSES)}
-_PACK_NAMES: list[tuple[str, ...]] = [tuple(cls.model_fields) for cls in _PACKED_CLASSES]
-# the fields after the span, in order (the span is held as its four numbers: source -1 for none)
-_PACK_REST: list[tuple[str, ...]] = [
-    tuple(name for name in names if name != "span") for names in _PACK_NAMES
-]
-_PACK_TYPE: list[str] = [cls.model_fields["type"].default for cls in _PACKED_CLASSES]
-_USAGE_NAMES = tuple(Usage.model_fields)
-_SHARED_SETS: dict[frozenset[str], set[str]] = {}
-# string fields with few distinct values, kept once per session
-_INTERNED_FIELDS = frozenset({"thread", "model", "level", "tag", "label"})
-
-
-def _shared_set(fields: set[str]) -> set[str]:
-    """One set object for every model with these fields set (models here are frozen: pydantic
-    copies the set before it changes one)."""
-    key = frozenset(fields)
-    shared = _SHARED_SETS.get(key)
-    if shared is None:
-        shared = _SHARED_SETS[key] = set(key)
-    return shared
-
-
-def _plain_model(model: Any) -> bool:
-    return model.__pydantic_extra__ is None and model.__pydantic_private__ is None
-
-
-def _pack(event: Any, strings: dict[str, str]) -> tuple[Any, ...] | None:
-    """``event`` as a tuple (``None`` when it is not one of the packed kinds, as they are)."""
-    code = _PACK_CODE.get(type(event))
-    if code is None or not _plain_model(event):
-        return None
-    span = event.span
-    if span is None:
-        values: list[Any] = [code, _shared_set(event.__pydantic_fields_set__), -1, 0, 0, 0]
-    elif type(span) is SourceSpan and _plain_model(span) and span.source >= 0:
-        fields = _shared_set(event.__pydantic_fields_set__)
-        values = [code, fields, span.source, span.offset, span.length, span.line]
-    else:
-        return None
-    for name, value in event.__dict__.items():
-        if name == "span":
-            continue
-        if name == "usage":
-            if type(value) is not Usage or not _plain_model(value):
-                return None
-            value = (_shared_set(value.__pydantic_fields_set__), *value.__dict__.values())
-        elif name == "type":
-            value = _PACK_TYPE[code]
-        elif name in _INTERNED_FIELDS and type(value) is str:
-            value = strings.setdefault(value, value)
-        values.append(value)
-    if tuple(event.__dict__) != _PACK_NAMES[code]:
-        return None
-    usage = getattr(event, "usage", None)
-    if usage is not None and tuple(usage.__dict__) != _USAGE_NAMES:
-        return None
-    return tuple(values)
-
-
-def _build(cls: type[Any], data: dict[str, Any], fields: set[str]) -> Any:
-    model = _new(cls)
-    _setattr(model, "__dict__", data)
-    _setattr(model, "__pydantic_fields_set__", fields)
-    _setattr(model, "__pydantic_extra__", None)
-    _setattr(model, "__pydantic_private__", None)
-    return model
-
-
-def _unpack_usage(packed: tuple[Any, ...]) -> Usage:
-    usage: Usage = _build(Usage, dict(zip(_USAGE_NAMES, packed[1:], strict=True)), packed[0])
-    return usage
-
-
-def _unpack(packed: tuple[Any, ...]) -> Event:
-    code = packed[0]
-    source = packed[2]
-    rest = dict(zip(_PACK_REST[code], packed[6:], strict=True))
-    data: dict[str, Any] = {}
-    for name in _PACK_NAMES[code]:  # the fields in their order
-        if name == "span":
-            data[name] = None if source < 0 else _span(source, packed[3], packed[4], packed[5])
-        else:
-            data[name] = rest[name]
-    usage = data.get("usage")
-    if usage is not None:
-        data["usage"] = _unpack_usage(usage)
-    event: Event = _build(_PACKED_CLASSES[code], data, packed[1])
-    return event
 
 
 class _Live:
@@ -360,18 +262,12 @@ class StepState:
     reported: int | None = None  # the provider's prompt size, or the agent's own figure
     reported_label: str = ""
     peak_reported: int | None = None  # the largest figure seen during the build-up
-    packed_usage: tuple[Any, ...] | None = None  # the usage reported, as the session keeps it
+    usage: Usage | None = None
     guard: GuardEvaluated | None = None
     compactions: int = 0
     prunes: int = 0
     dropped: int = 0
     final_turn: bool = False
-
-    @property
-    def usage(self) -> Usage | None:
-        """The provider's usage for this request, when it was reported."""
-        packed = self.packed_usage
-        return _unpack_usage(packed) if packed is not None else None
 
     @property
     def tokens(self) -> int:
@@ -394,6 +290,138 @@ class StepState:
         if self.peak_reported is not None:
             return max(self.peak_reported, self.tokens)
         return self.tokens
+
+
+_NONE = -(2**63)  # "no figure" in the step columns
+
+
+def _int64(tokens: int) -> int:
+    """A figure from the input as a 64-bit column holds it (no real figure is larger)."""
+    return max(-(2**63) + 1, min(tokens, 2**63 - 1))
+
+
+class StepTable(Sequence[StepState]):
+    """The closed steps, column by column (a long session has hundreds of thousands). An item
+    is a ``StepState`` made from the columns: a copy, changing it changes nothing here."""
+
+    def __init__(self, store: EventStore) -> None:
+        self._store = store  # where the usage reports are
+        self.first_event = array("q")
+        self.last_event = array("q")
+        self.request_event = array("q")
+        self.messages = array("q")
+        self.estimated = array("q")
+        self.exact = array("q")
+        self.reported = array("q")
+        self.peak_reported = array("q")
+        self.label = array("B")
+        self.labels: list[str] = []
+        self._label_code: dict[str, int] = {}
+        self.usage_row = array("i")  # the usage's row in the store's columns, -1 for none
+        self._usage_given: dict[int, Usage] = {}  # usage of reports the store kept as given
+        self.guard: list[GuardEvaluated | None] = []
+        self.compactions = array("i")
+        self.prunes = array("i")
+        self.dropped = array("i")
+        self.final_turn = array("B")
+
+    def __len__(self) -> int:
+        return len(self.first_event)
+
+    def _label(self, text: str) -> int:
+        code = self._label_code.get(text)
+        if code is None:
+            code = self._label_code[text] = len(self.labels)
+            self.labels.append(text)
+        return code
+
+    def append(self, state: StepState) -> None:
+        if state.step != len(self) + 1:
+            raise ValueError(f"step {state.step} after {len(self)} steps")
+        self.first_event.append(state.first_event)
+        self.last_event.append(state.last_event)
+        self.request_event.append(_NONE if state.request_event is None else state.request_event)
+        self.messages.append(state.messages)
+        self.estimated.append(state.estimated)
+        self.exact.append(_NONE if state.exact is None else state.exact)
+        self.reported.append(_NONE if state.reported is None else _int64(state.reported))
+        peak = state.peak_reported
+        self.peak_reported.append(_NONE if peak is None else _int64(peak))
+        self.label.append(self._label(state.reported_label))
+        self.usage_row.append(-1)
+        if state.usage is not None:
+            self._usage_given[len(self.usage_row) - 1] = state.usage
+        self.guard.append(state.guard)
+        self.compactions.append(state.compactions)
+        self.prunes.append(state.prunes)
+        self.dropped.append(state.dropped)
+        self.final_turn.append(state.final_turn)
+
+    def set_usage(self, i: int, row: int, given: Usage | None, reported: int, label: str) -> None:
+        """Step ``i``'s usage: row ``row`` of the store's usage columns, else ``given``."""
+        self.usage_row[i] = row
+        if row < 0 and given is not None:
+            self._usage_given[i] = given
+        else:
+            self._usage_given.pop(i, None)
+        self.reported[i] = _int64(reported)
+        self.label[i] = self._label(label)
+
+    def _state(self, i: int) -> StepState:
+        request = self.request_event[i]
+        exact = self.exact[i]
+        reported = self.reported[i]
+        peak = self.peak_reported[i]
+        return StepState(
+            i + 1,
+            self.first_event[i],
+            self.last_event[i],
+            None if request == _NONE else request,
+            self.messages[i],
+            self.estimated[i],
+            None if exact == _NONE else exact,
+            None if reported == _NONE else reported,
+            self.labels[self.label[i]],
+            None if peak == _NONE else peak,
+            self._usage(i),
+            self.guard[i],
+            self.compactions[i],
+            self.prunes[i],
+            self.dropped[i],
+            bool(self.final_turn[i]),
+        )
+
+    @overload
+    def __getitem__(self, index: int) -> StepState: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[StepState]: ...
+
+    def __getitem__(self, index: int | slice) -> StepState | list[StepState]:
+        if isinstance(index, slice):
+            return [self._state(i) for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("step index out of range")
+        return self._state(index)
+
+    def __iter__(self) -> Iterator[StepState]:
+        return map(self._state, range(len(self)))
+
+    def _usage(self, i: int) -> Usage | None:
+        row = self.usage_row[i]
+        if row >= 0:
+            return self._store.usage(row)
+        return self._usage_given.get(i)
+
+    def tokens(self, i: int) -> int:
+        """``self[i].tokens`` without making the step."""
+        reported = self.reported[i]
+        if reported != _NONE:
+            return reported
+        exact = self.exact[i]
+        return exact if exact != _NONE else self.estimated[i]
 
 
 @dataclass
@@ -420,11 +448,53 @@ class _Running:
     final_turn: bool = False
 
 
+class StringColumn(Sequence[str]):
+    """Strings kept end to end in one buffer, each made again when read (a million short ids as
+    ``str`` objects would cost ~60 MB; here they cost their UTF-8 bytes and eight more)."""
+
+    def __init__(self) -> None:
+        self._data = bytearray()
+        self._ends = array("q")
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    def append(self, text: str) -> None:
+        self._data += text.encode("utf-8", "surrogatepass")
+        self._ends.append(len(self._data))
+
+    def extend(self, texts: Iterable[str]) -> None:
+        for text in texts:
+            self.append(text)
+
+    def _at(self, i: int) -> str:
+        start = self._ends[i - 1] if i else 0
+        return self._data[start : self._ends[i]].decode("utf-8", "surrogatepass")
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [self._at(i) for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("string index out of range")
+        return self._at(index)
+
+    def __iter__(self) -> Iterator[str]:
+        return map(self._at, range(len(self)))
+
+
 class MessageTable:
     """Column storage for per-message records."""
 
     def __init__(self) -> None:
-        self.ids: list[str] = []
+        self.ids = StringColumn()
         self._index_of: dict[str, int] | None = None  # built on the first lookup by id
         self.role = array("b")
         self.kind = array("b")
@@ -501,16 +571,15 @@ class Session:
         self.sources: list[SourceInfo] = []
         self.table = MessageTable()
         # Every event as a code: a message event is its table index (>= 0); any other event
-        # is ``-1 - k`` for ``self._objects[k]``, the event itself or its packed tuple.
+        # is ``-1 - k`` for ``self._store.get(k)``.
         self._events = array("i")
-        self._objects: list[Event | tuple[Any, ...]] = []
-        self._strings: dict[str, str] = {}  # the packed events' few distinct strings
+        self._store = EventStore()
         self._non_message = array("q")  # indices of the events that are not messages
         self._of_type: dict[type, array[int]] = {}  # the same, by event class
         self._inline: dict[int, Message] = {}
         self._bodies: OrderedDict[int, Message] = OrderedDict()
         self._cache_size = cache_size
-        self.steps: list[StepState] = []  # closed steps (each has its request)
+        self.steps = StepTable(self._store)  # closed steps (each has its request)
         self.issues: list[int] = []  # event indices of parse issues
         self.info: dict[str, object] = {}
         self._run = _Running()
@@ -534,10 +603,7 @@ class Session:
         return self._object(-1 - code)
 
     def _object(self, k: int) -> Event:
-        item = self._objects[k]
-        if type(item) is tuple:
-            return _unpack(item)
-        return item  # type: ignore[return-value]
+        return self._store.get(k)
 
     def events(self, start: int = 0, stop: int | None = None) -> Iterator[Event]:
         stop = len(self._events) if stop is None else stop
@@ -551,7 +617,7 @@ class Session:
             yield code if code >= 0 else obj(-1 - code)
 
     def non_message_events(self) -> Iterator[tuple[int, Event]]:
-        return zip(self._non_message, map(self._object, range(len(self._objects))), strict=True)
+        return zip(self._non_message, map(self._store.get, range(len(self._store))), strict=True)
 
     def events_of(self, *classes: type[Event]) -> Iterator[tuple[int, Event]]:
         """``(index, event)`` of the non-message events that are instances of ``classes``, in
@@ -664,16 +730,23 @@ class Session:
 
     def step_at(self, event_index: int) -> int:
         """The step an event belongs to."""
-        lo, hi = 0, len(self.steps)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if self.steps[mid].last_event < event_index:
-                lo = mid + 1
-            else:
-                hi = mid
-        if lo < len(self.steps):
-            return self.steps[lo].step
+        last_events = self.steps.last_event
+        lo = bisect_left(last_events, event_index)
+        if lo < len(last_events):
+            return lo + 1
         return self._open.step
+
+    def step_count(self) -> int:
+        """How many steps ``all_steps`` holds, without making them."""
+        return len(self.steps) + (self._open.last_event >= self._open.first_event)
+
+    def state_of(self, step: int) -> StepState | None:
+        """``all_steps()[step - 1]`` (1-based), without making the others."""
+        if 0 < step <= len(self.steps):
+            return self.steps[step - 1]
+        if step == len(self.steps) + 1 and self._open.last_event >= self._open.first_event:
+            return self.live_state()
+        return None
 
     def all_steps(self) -> list[StepState]:
         """Closed steps, plus the open build-up step when it holds anything."""
@@ -713,11 +786,9 @@ class Session:
         add_message = self._add_message
         stored = self._events
         store = stored.append
-        objects = self._objects
-        keep = objects.append
-        first_object = len(objects)
+        keep = self._store.add
+        first_object = len(self._store)
         fresh: list[Event] = []  # the batch's other events, as given
-        strings = self._strings
         note = self._non_message.append
         of_type = self._of_type
         entries: list[MessageEntry] = []  # entries not yet in the table (added column-wise)
@@ -740,8 +811,8 @@ class Session:
                 continue
             index = len(stored)
             note(index)
-            store(-1 - len(objects))
-            keep(_pack(event, strings) or event)
+            store(-1 - first_object - len(fresh))
+            keep(event)  # type: ignore[arg-type]
             fresh.append(event)  # type: ignore[arg-type]
             same = of_type.get(kind)
             if same is None:
@@ -899,7 +970,7 @@ class Session:
 
     def rederive(self) -> None:
         """Recompute every step from the events (after counts or settings changed)."""
-        self.steps = []
+        self.steps = StepTable(self._store)
         self._run = _Running()
         self._open = StepState(step=1, first_event=0, last_event=-1)
         t = self.table
@@ -910,13 +981,15 @@ class Session:
 
     def _derive(self, start: int, fresh: Sequence[Event] = (), first_fresh: int = -1) -> None:
         """Derive the state through the events from ``start`` on. ``fresh``: the non-message
-        events just appended, as given (``self._objects[first_fresh:]``), so none is unpacked."""
+        events just appended, as given (the store's from ``first_fresh`` on): none is made
+        again."""
         run = self._run
         t = self.table
         events = self._events
-        objects = self._objects
+        store = self._store
+        kind_of = store.kind_of
         if first_fresh < 0:
-            first_fresh = len(objects)
+            first_fresh = len(store)
         run.live.reserve(len(t))
         live_bits = run.live.bits
         flags = t.flags
@@ -949,15 +1022,14 @@ class Session:
                 continue
             self._open.last_event = index
             k = -1 - item
-            stored = objects[k]
-            if type(stored) is tuple:
-                if _PACKED_CLASSES[stored[0]] in _INERT:
-                    continue
-                event = fresh[k - first_fresh] if k >= first_fresh else _unpack(stored)
-            else:
-                event = stored  # type: ignore[assignment]
+            if k >= first_fresh:
+                event = fresh[k - first_fresh]
                 if type(event) in _INERT:
                     continue
+            elif kind_of(k) in _INERT:
+                continue
+            else:
+                event = store.get(k)
             self._event(event, index)
             step = self._open.step
             live = run.live
@@ -974,13 +1046,13 @@ class Session:
         elif isinstance(event, UsageReported):
             if event.thread == MAIN_THREAD and self.steps:
                 # usage answers the latest request: it belongs to that request's step
-                last = self.steps[-1]
-                last.packed_usage = self._usage_of(index)
-                last.reported = event.usage.prompt_tokens
-                last.reported_label = "usage"
+                steps = self.steps
+                last = len(steps) - 1
+                row = self._store.usage_row(-1 - self._events[index])
+                steps.set_usage(last, row, event.usage, event.usage.prompt_tokens, "usage")
                 if self._open.first_event == index:
                     self._open.first_event = index + 1
-                    last.last_event = index
+                    steps.last_event[last] = index
         elif isinstance(event, ContextMeasured):
             self._measure(event.tokens, event.label or "agent")
         elif isinstance(event, GuardEvaluated):
@@ -1009,15 +1081,6 @@ class Session:
             self._tool_output(event)
         elif isinstance(event, FinalTurnForced):
             run.final_turn = True
-
-    def _usage_of(self, index: int) -> tuple[Any, ...]:
-        """The packed usage of the usage event at ``index`` (shared with the stored event)."""
-        stored = self._objects[-1 - self._events[index]]
-        if type(stored) is tuple:
-            packed: tuple[Any, ...] = stored[6 + _PACK_REST[stored[0]].index("usage")]
-            return packed
-        usage = stored.usage  # type: ignore[union-attr]
-        return (_shared_set(usage.__pydantic_fields_set__), *usage.__dict__.values())
 
     def _measure(self, tokens: int, label: str, *, peak_only: bool = False) -> None:
         run = self._run

@@ -23,7 +23,7 @@ from inspector.core.model import (
     Usage,
     UsageReported,
 )
-from inspector.core.session import _PACK_REST, Session, _Live
+from inspector.core.session import Session, _Live
 
 
 def _span(line: int) -> SourceSpan:
@@ -65,8 +65,9 @@ def test_a_packed_event_comes_back_equal_field_for_field(event: Event) -> None:
     assert list(session.events_of(type(event))) == [(1, event)]
     assert list(session.non_message_events()) == [(1, event)]
     assert list(session.raw_events()) == [0, event, 1]
-    # what was kept is a tuple, not the object
-    assert type(session._objects[0]) is tuple
+    # what was kept is the columns' copy, not the object
+    assert session._store.packed(0)
+    assert session._store.get(0) is not event
 
 
 def test_events_that_are_not_packed_are_kept_as_given() -> None:
@@ -74,8 +75,8 @@ def test_events_that_are_not_packed_are_kept_as_given() -> None:
     prune = Pruned(message_ids=("u1",), tokens_before=10, tokens_after=2)
     span_elsewhere = RequestSent(span=SourceSpan(source=-1, offset=0, length=0, line=0))
     session.append([_message("u1"), prune, span_elsewhere])
-    assert session._objects[0] is prune
-    assert session._objects[1] is span_elsewhere
+    assert not session._store.packed(0) and session._store.get(0) is prune
+    assert not session._store.packed(1) and session._store.get(1) is span_elsewhere
     assert session.event(2) == span_elsewhere
 
 
@@ -95,8 +96,7 @@ def test_strings_of_few_values_are_kept_once() -> None:
     session = Session()
     threads = ["".join(["ma", "in"]) for _ in range(3)]  # equal, distinct objects
     session.append([RequestSent(thread=t) for t in threads])
-    at = 6 + _PACK_REST[0].index("thread")
-    kept = [obj[at] for obj in session._objects if isinstance(obj, tuple)]
+    kept = session._store._columns[0].values["thread"]
     assert kept == ["main"] * 3
     assert len({id(t) for t in kept}) == 1
 
@@ -140,3 +140,76 @@ def test_an_absurd_reported_figure_is_clamped_not_an_error() -> None:
     event = _message("u1").model_copy(update={"tokens": 10**12})
     session.append([event])
     assert session.record(0).reported == 2**31 - 1
+
+
+def _grown_session() -> Session:
+    session = Session()
+    events: list[Any] = [_message("s0", "system prompt " * 20)]
+    for n in range(1, 6):
+        events += [_message(f"u{n}", "question " * (10 * n)), RequestSent(request_id=f"r{n}")]
+        if n % 2:
+            events.append(UsageReported(usage=Usage(input=100 * n, cache_read=7, output=5)))
+        if n == 4:
+            events.append(ContextMeasured(tokens=999, label="agent"))
+    events.append(_message("u9", "an open step"))
+    session.append(events)
+    return session
+
+
+def test_steps_are_kept_in_columns_and_read_back_as_states() -> None:
+    session = _grown_session()
+    steps = session.steps
+    assert len(steps) == 5
+    assert [s.step for s in steps] == [1, 2, 3, 4, 5]
+    assert [s.reported for s in steps] == [107, None, 307, None, 507]
+    assert [s.reported_label for s in steps] == ["usage", "", "usage", "", "usage"]
+    assert steps[2].usage == Usage(input=300, cache_read=7, output=5)
+    assert steps[1].usage is None
+    assert steps[-1].step == 5 and steps[1:3] == [steps[1], steps[2]]
+    # the agent's own figure arrived in step 5's build-up: it is that step's figure
+    assert steps[4].reported == 507 and steps[4].peak_reported == 999
+    with pytest.raises(IndexError):
+        steps[5]
+    # each closed step's events end where the next begins
+    assert all(steps[i].last_event + 1 == steps[i + 1].first_event for i in range(4))
+    assert session.step_at(steps[2].request_event or 0) == 3
+
+
+def test_state_of_and_step_count_agree_with_all_steps() -> None:
+    session = _grown_session()
+    every = session.all_steps()
+    assert session.step_count() == len(every) == 6
+    for step in range(1, 7):
+        assert session.state_of(step) == every[step - 1]
+    assert session.state_of(0) is None and session.state_of(7) is None
+
+
+def test_a_step_read_back_is_a_copy() -> None:
+    session = _grown_session()
+    state = session.steps[0]
+    state.reported = 1
+    assert session.steps[0].reported == 107
+
+
+def test_usage_that_does_not_fit_the_columns_is_kept_as_given() -> None:
+    huge = Usage(input=2**70, output=1)  # beyond 64 bits
+    session = Session()
+    session.append([_message("u1"), RequestSent(), UsageReported(usage=huge)])
+    assert not session._store.packed(1)
+    assert session.steps[0].usage == huge
+    assert session.event(2) == UsageReported(usage=huge)
+
+
+def test_the_id_column_gives_back_every_string() -> None:
+    from inspector.core.session import StringColumn
+
+    texts = ["m1", "", "héllo wörld", "🙂 emoji", "\ud800 lone surrogate", "toolu_" + "x" * 300]
+    column = StringColumn()
+    column.append(texts[0])
+    column.extend(texts[1:])
+    assert len(column) == len(texts)
+    assert list(column) == texts
+    assert [column[i] for i in range(-len(texts), 0)] == texts
+    assert column[1:3] == texts[1:3]
+    with pytest.raises(IndexError):
+        column[len(texts)]

@@ -1,0 +1,251 @@
+"""The session's events other than messages, kept compactly.
+
+A long transcript holds a request and a usage report (or a context figure, or a log line) for
+every few messages. As pydantic objects each costs about a kilobyte (the object, its field dict,
+its fields-set, its span and its usage, each with their own numbers), which at a million
+messages is most of the session's memory. The store keeps the events of these frequent, plain
+kinds column by column (numbers in arrays, the few distinct strings once) and makes the object
+again when asked: equal to the one added, field for field, with the same fields-set. Any other
+event, or one of these kinds that does not fit the columns, is kept as it was given.
+"""
+
+from __future__ import annotations
+
+from array import array
+from typing import Any
+
+from inspector.core.model import (
+    ContextMeasured,
+    Event,
+    LogLine,
+    RequestSent,
+    SourceSpan,
+    Usage,
+    UsageReported,
+)
+
+PACKED_CLASSES: tuple[type[Any], ...] = (RequestSent, UsageReported, ContextMeasured, LogLine)
+_CODE: dict[type, int] = {cls: code for code, cls in enumerate(PACKED_CLASSES)}
+_USAGE_NAMES = tuple(Usage.model_fields)
+_USAGE_COUNTS = ("input", "cache_read", "cache_write", "output", "reasoning")
+# string fields with few distinct values, kept once per store
+_INTERNED = frozenset({"thread", "model", "level", "tag", "label"})
+_NO_TOTAL = -(2**63)
+_INT64 = range(-(2**63) + 1, 2**63)
+_SOURCES = range(0, 2**15)
+
+_new = object.__new__
+_setattr = object.__setattr__
+_SHARED_SETS: dict[frozenset[str], set[str]] = {}
+
+
+def shared_set(fields: set[str]) -> set[str]:
+    """One set object for every model with these fields set (the models are frozen: pydantic
+    copies the set before it changes one, in ``model_copy``)."""
+    key = frozenset(fields)
+    shared = _SHARED_SETS.get(key)
+    if shared is None:
+        shared = _SHARED_SETS[key] = set(key)
+    return shared
+
+
+def build(cls: type[Any], data: dict[str, Any], fields: set[str]) -> Any:
+    """A model from values it was validated with before (no validation again)."""
+    model = _new(cls)
+    _setattr(model, "__dict__", data)
+    _setattr(model, "__pydantic_fields_set__", fields)
+    _setattr(model, "__pydantic_extra__", None)
+    _setattr(model, "__pydantic_private__", None)
+    return model
+
+
+def _plain(model: Any) -> bool:
+    return model.__pydantic_extra__ is None and model.__pydantic_private__ is None
+
+
+def _span_fits(span: Any) -> bool:
+    if span is None:
+        return True
+    if type(span) is not SourceSpan or not _plain(span):
+        return False
+    values = span.__dict__
+    return (
+        tuple(values) == ("source", "offset", "length", "line")
+        and all(type(v) is int and v in _INT64 for v in values.values())
+        and span.source in _SOURCES
+    )
+
+
+def _usage_fits(usage: Any) -> bool:
+    if type(usage) is not Usage or not _plain(usage):
+        return False
+    values = usage.__dict__
+    if tuple(values) != _USAGE_NAMES or type(values["input_includes_cache"]) is not bool:
+        return False
+    total = values["total"]
+    if total is not None and not (type(total) is int and total in _INT64):
+        return False
+    return all(type(values[n]) is int and values[n] in _INT64 for n in _USAGE_COUNTS)
+
+
+class _UsageColumns:
+    def __init__(self) -> None:
+        self.fields_set: list[set[str]] = []
+        self.counts = {name: array("q") for name in _USAGE_COUNTS}
+        self.total = array("q")
+        self.includes = array("B")
+
+    def add(self, usage: Usage) -> int:
+        values = usage.__dict__
+        self.fields_set.append(shared_set(usage.__pydantic_fields_set__))
+        for name, column in self.counts.items():
+            column.append(values[name])
+        total = values["total"]
+        self.total.append(_NO_TOTAL if total is None else total)
+        self.includes.append(values["input_includes_cache"])
+        return len(self.includes) - 1
+
+    def get(self, row: int) -> Usage:
+        total = self.total[row]
+        data: dict[str, Any] = {name: column[row] for name, column in self.counts.items()}
+        data["total"] = None if total == _NO_TOTAL else total
+        data["input_includes_cache"] = bool(self.includes[row])
+        usage: Usage = build(Usage, data, self.fields_set[row])
+        return usage
+
+
+class _Columns:
+    """The events of one packed class, field by field."""
+
+    def __init__(self, cls: type[Any]) -> None:
+        self.cls = cls
+        self.names = tuple(cls.model_fields)
+        self.type_value: str = cls.model_fields["type"].default
+        self.objects = [n for n in self.names if n not in ("span", "type", "usage")]
+        self.values: dict[str, list[Any]] = {name: [] for name in self.objects}
+        self.fields_set: list[set[str]] = []
+        self.source = array("h")  # -1: no span
+        self.offset = array("q")
+        self.length = array("q")
+        self.line = array("q")
+        self.usage = _UsageColumns() if "usage" in self.names else None
+        self.usage_row = array("i")
+
+    def fits(self, event: Any) -> bool:
+        return (
+            _plain(event)
+            and tuple(event.__dict__) == self.names
+            and _span_fits(event.span)
+            and (self.usage is None or _usage_fits(event.usage))
+        )
+
+    def add(self, event: Any, strings: dict[str, str]) -> int:
+        """Keep ``event`` (which ``fits``); its row."""
+        values = event.__dict__
+        self.fields_set.append(shared_set(event.__pydantic_fields_set__))
+        span = values["span"]
+        if span is None:
+            self.source.append(-1)
+            self.offset.append(0)
+            self.length.append(0)
+            self.line.append(0)
+        else:
+            self.source.append(span.source)
+            self.offset.append(span.offset)
+            self.length.append(span.length)
+            self.line.append(span.line)
+        for name in self.objects:
+            value = values[name]
+            if name in _INTERNED and type(value) is str:
+                value = strings.setdefault(value, value)
+            self.values[name].append(value)
+        if self.usage is not None:
+            self.usage_row.append(self.usage.add(values["usage"]))
+        return len(self.fields_set) - 1
+
+    def get(self, row: int) -> Any:
+        data: dict[str, Any] = {}
+        for name in self.names:
+            if name == "span":
+                source = self.source[row]
+                data[name] = (
+                    None
+                    if source < 0
+                    else build(
+                        SourceSpan,
+                        {
+                            "source": source,
+                            "offset": self.offset[row],
+                            "length": self.length[row],
+                            "line": self.line[row],
+                        },
+                        _SPAN_SET,
+                    )
+                )
+            elif name == "type":
+                data[name] = self.type_value
+            elif name == "usage":
+                assert self.usage is not None
+                data[name] = self.usage.get(self.usage_row[row])
+            else:
+                data[name] = self.values[name][row]
+        return build(self.cls, data, self.fields_set[row])
+
+
+_SPAN_SET = shared_set({"source", "offset", "length", "line"})
+
+
+class EventStore:
+    """Events in the order they were added; ``get(k)`` is the k-th one."""
+
+    def __init__(self) -> None:
+        self._objects: list[Event | None] = []  # None where the event is in the columns
+        self._kind = array("b")  # the packed class's code, -1 when kept as given
+        self._row = array("i")
+        self._columns = [_Columns(cls) for cls in PACKED_CLASSES]
+        self._strings: dict[str, str] = {}
+
+    def __len__(self) -> int:
+        return len(self._kind)
+
+    def add(self, event: Event) -> None:
+        code = _CODE.get(type(event), -1)
+        if code >= 0:
+            columns = self._columns[code]
+            if columns.fits(event):
+                self._row.append(columns.add(event, self._strings))
+                self._kind.append(code)
+                self._objects.append(None)
+                return
+        self._row.append(-1)
+        self._kind.append(-1)
+        self._objects.append(event)
+
+    def get(self, k: int) -> Event:
+        code = self._kind[k]
+        if code < 0:
+            event = self._objects[k]
+            assert event is not None
+            return event
+        made: Event = self._columns[code].get(self._row[k])
+        return made
+
+    def kind_of(self, k: int) -> type[Any]:
+        """The k-th event's class, without making it."""
+        code = self._kind[k]
+        return PACKED_CLASSES[code] if code >= 0 else type(self._objects[k])
+
+    def packed(self, k: int) -> bool:
+        return self._kind[k] >= 0
+
+    def usage_row(self, k: int) -> int:
+        """The row of the k-th event's usage in the usage columns (-1 when kept as given)."""
+        code = self._kind[k]
+        if code < 0 or PACKED_CLASSES[code] is not UsageReported:
+            return -1
+        return self._columns[code].usage_row[self._row[k]]
+
+    def usage(self, row: int) -> Usage:
+        columns = self._columns[_CODE[UsageReported]].usage
+        assert columns is not None
+        return columns.get(row)
