@@ -736,21 +736,41 @@ class Session:
             return lo + 1
         return self._open.step
 
+    def open_step_shown(self) -> bool:
+        """Whether the open build-up counts as a step of its own: it holds a message, a figure
+        or a decision (a log of figures alone, with no messages, ends at its last request)."""
+        state, run = self._open, self._run
+        if state.last_event < state.first_event:
+            return False
+        if not self.steps:
+            return True
+        t = self.table
+        return bool(
+            (len(t) and t.step_added[len(t) - 1] == state.step)
+            or run.reported is not None
+            or run.peak_reported is not None
+            or run.guard is not None
+            or run.compactions
+            or run.prunes
+            or run.dropped
+            or run.final_turn
+        )
+
     def step_count(self) -> int:
         """How many steps ``all_steps`` holds, without making them."""
-        return len(self.steps) + (self._open.last_event >= self._open.first_event)
+        return len(self.steps) + self.open_step_shown()
 
     def state_of(self, step: int) -> StepState | None:
         """``all_steps()[step - 1]`` (1-based), without making the others."""
         if 0 < step <= len(self.steps):
             return self.steps[step - 1]
-        if step == len(self.steps) + 1 and self._open.last_event >= self._open.first_event:
+        if step == len(self.steps) + 1 and self.open_step_shown():
             return self.live_state()
         return None
 
     def all_steps(self) -> list[StepState]:
-        """Closed steps, plus the open build-up step when it holds anything."""
-        if self._open.last_event >= self._open.first_event:
+        """Closed steps, plus the open build-up step when it is shown (``open_step_shown``)."""
+        if self.open_step_shown():
             return [*self.steps, self.live_state()]
         return list(self.steps)
 

@@ -213,3 +213,36 @@ def test_the_id_column_gives_back_every_string() -> None:
     assert column[1:3] == texts[1:3]
     with pytest.raises(IndexError):
         column[len(texts)]
+
+
+def test_a_log_of_figures_alone_ends_at_its_last_request() -> None:
+    """With no messages, the lines after the last request (a log's closing lines) are no step
+    of their own: the final context is the last figure, not an empty estimate."""
+    from inspector.core.model import LogLine
+
+    session = Session()
+    session.append(
+        [
+            ContextMeasured(tokens=5380, label="compaction"),
+            RequestSent(),
+            ContextMeasured(tokens=5493, label="compaction"),
+            RequestSent(),
+            LogLine(text="[loop] No tool calls in response"),
+        ]
+    )
+    assert session.step_count() == 2
+    assert [s.tokens for s in session.all_steps()] == [5380, 5493]
+    session.append([ContextMeasured(tokens=6000, label="compaction")])
+    assert session.step_count() == 3
+    assert session.all_steps()[-1].tokens == 6000
+    session.append([_message("u1")])
+    assert session.step_count() == 3
+
+
+def test_a_message_after_the_last_request_opens_a_step() -> None:
+    session = Session()
+    session.append([_message("u1"), RequestSent(), UsageReported(usage=Usage(input=50))])
+    assert session.step_count() == 1
+    session.append([_message("a1", "the answer")])
+    assert session.step_count() == 2
+    assert session.state_of(2) == session.all_steps()[-1]
