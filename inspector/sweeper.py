@@ -3,7 +3,9 @@ under its share of the combinations. Results come back in the order of the combi
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -75,6 +77,15 @@ def _run(settings: dict[str, Any]) -> SweepRow:
     )
 
 
+def _start_context() -> multiprocessing.context.BaseContext:
+    """How to start the workers: forking is quickest, but forking a process that runs other
+    threads (the dashboard: its loading and sweep threads) can copy a lock another thread held
+    and hang the worker; then the workers start from a clean server process instead."""
+    if threading.active_count() > 1 and "forkserver" in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("forkserver")
+    return multiprocessing.get_context()
+
+
 def run_sweep(
     spec: SweepInput,
     combinations: Sequence[dict[str, Any]],
@@ -104,7 +115,10 @@ def run_sweep(
     out: list[SweepRow] = []
     chunk = max(1, len(combinations) // (workers * 4))
     with ProcessPoolExecutor(
-        max_workers=workers, initializer=_init, initargs=(spec, summarizer)
+        max_workers=workers,
+        mp_context=_start_context(),
+        initializer=_init,
+        initargs=(spec, summarizer),
     ) as pool:
         for i, row in enumerate(pool.map(_run, combinations, chunksize=chunk)):
             out.append(row)
