@@ -13,6 +13,7 @@ only, its body read back by span when asked for. Both give the same record.
 
 from __future__ import annotations
 
+import threading
 from array import array
 from bisect import bisect_left
 from collections import OrderedDict
@@ -578,6 +579,7 @@ class Session:
         self._of_type: dict[type, array[int]] = {}  # the same, by event class
         self._inline: dict[int, Message] = {}
         self._bodies: OrderedDict[int, Message] = OrderedDict()
+        self._bodies_lock = threading.Lock()
         self._cache_size = cache_size
         self.steps = StepTable(self._store)  # closed steps (each has its request)
         self.issues: list[int] = []  # event indices of parse issues
@@ -701,14 +703,16 @@ class Session:
         inline = self._inline.get(index)
         if inline is not None:
             return inline
-        cached = self._bodies.get(index)
-        if cached is not None:
-            self._bodies.move_to_end(index)
-            return cached
+        with self._bodies_lock:  # a replay in a worker thread reads while the screen does
+            cached = self._bodies.get(index)
+            if cached is not None:
+                self._bodies.move_to_end(index)
+                return cached
         message = self._read_body(index)
-        self._bodies[index] = message
-        if len(self._bodies) > self._cache_size:
-            self._bodies.popitem(last=False)
+        with self._bodies_lock:
+            self._bodies[index] = message
+            if len(self._bodies) > self._cache_size:
+                self._bodies.popitem(last=False)
         return message
 
     def _read_body(self, index: int) -> Message:

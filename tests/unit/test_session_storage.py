@@ -246,3 +246,42 @@ def test_a_message_after_the_last_request_opens_a_step() -> None:
     session.append([_message("a1", "the answer")])
     assert session.step_count() == 2
     assert session.state_of(2) == session.all_steps()[-1]
+
+
+def test_bodies_read_from_several_threads_come_back_whole() -> None:
+    import threading
+
+    from inspector.core.model import SourceSpan as Span
+
+    texts = {f"m{i}": f"body of message {i} " * 5 for i in range(300)}
+
+    def read_back(span: Span) -> list[Message]:
+        mid = f"m{span.line}"
+        return [_message(mid, texts[mid]).message]
+
+    session = Session(body_reader=read_back, cache_size=16)
+    session.append(
+        [
+            _message(mid, text).model_copy(
+                update={"span": Span(source=0, offset=i, length=1, line=i)}
+            )
+            for i, (mid, text) in enumerate(texts.items())
+        ]
+    )
+    errors: list[BaseException] = []
+
+    def reader(offset: int) -> None:
+        try:
+            for round_ in range(20):
+                for i in range((offset + round_) % 7, 300, 7):
+                    assert session.body(i).text == texts[f"m{i}"]
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=reader, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert len(session._bodies) <= 16
