@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import itertools
 import tomllib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 from weakref import WeakKeyDictionary
 
+import ahocorasick
+
 from inspector.core.diff import REMOVING as _REMOVING
-from inspector.core.facts import Fact, FactKind, extract
+from inspector.core.facts import FactKind, fact_texts
 from inspector.core.model import Message
 from inspector.core.policies.base import Action, ContextItem, PolicyResult, Summarizer
 from inspector.core.profiles import Profile, make_profile
@@ -157,12 +159,11 @@ def row_of(
     the prunes and compactions (``diff_action(...).survived.score``, computed faster)."""
     kinds = [d.kind for d in result.decisions]
     peak_step, peak = result.peak()
-    scorer = _SurvivalScorer(facts)
-    scores = [
-        scorer.score(record.before, record.result)
+    scores = _SurvivalScorer(facts).scores(
+        (record.before, record.result)
         for record in result.results
         if record.result.action in (Action.COMPACT, Action.PRUNE)
-    ]
+    )
     return SweepRow(
         settings=dict(settings),
         compactions=kinds.count("compaction"),
@@ -180,6 +181,16 @@ def row_of(
 _ITEM_ID = attrgetter("message.id")
 _ERROR_NEEDLE = 60  # ``facts.survival`` looks for an error line's first 60 characters
 
+# A fact, as the scorer keeps it: a letter for its kind, then its text. Two facts are one when
+# their kind and text are (their needles may be alike).
+_KIND_LETTER = {
+    FactKind.PATH: "p",
+    FactKind.COMMAND: "c",
+    FactKind.ERROR: "e",
+    FactKind.IDENTIFIER: "i",
+}
+_ERROR_LETTER = _KIND_LETTER[FactKind.ERROR]
+
 
 class FactsCache:
     """The facts of removed texts, by (length, hash) of the text: the combinations of a sweep
@@ -189,16 +200,26 @@ class FactsCache:
     SIZE = 16_384
 
     def __init__(self) -> None:
-        self._facts: dict[tuple[int, int], frozenset[Fact]] = {}
+        self._facts: dict[tuple[int, int], frozenset[str]] = {}
 
-    def facts_in(self, text: str) -> frozenset[Fact]:
+    def facts_in(self, text: str) -> frozenset[str]:
+        """The facts of ``text`` (``facts.extract``), each a letter for its kind then its
+        text (``_needle`` gives what to look for)."""
         key = (len(text), hash(text))
         facts = self._facts.get(key)
         if facts is None:
             if len(self._facts) >= self.SIZE:
                 self._facts.clear()
-            facts = self._facts[key] = frozenset(extract(text))
+            found: list[str] = []
+            for kind, values in fact_texts(text).items():
+                found += map(_KIND_LETTER[kind].__add__, values)
+            facts = self._facts[key] = frozenset(found)
         return facts
+
+
+def _needle(fact: str) -> str:
+    """What ``facts.survival`` looks for in the new context, for a fact of ``facts_in``."""
+    return fact[1 : _ERROR_NEEDLE + 1] if fact[0] == _ERROR_LETTER else fact[1:]
 
 
 _CACHES: WeakKeyDictionary[Session, FactsCache] = WeakKeyDictionary()
@@ -215,48 +236,121 @@ def facts_cache(session: Session) -> FactsCache:
 class _SurvivalScorer:
     """``diff_action(before, result).survived.score`` for the records of one replay, without
     the diff's rows: the facts of the removed messages (``facts.extract``, cached) looked up
-    in the text of the visible messages after. Messages repeat from record to record: their
-    texts are taken once, and each distinct text is searched once (a fact that holds no line
-    break is in the joined texts exactly when it is in one of them)."""
+    in the texts of the visible messages after.
+
+    The records are scored in batches of ``BATCH``: one Aho-Corasick automaton holds the
+    needles of a batch, and each distinct visible text of the batch is scanned once for all of
+    them. A needle that holds no line break is in a context's joined texts exactly when it is in
+    one of them; one that holds a line break could span two messages: it is looked for in the
+    joined texts, as ``facts.survival`` does."""
+
+    # Small batches, small automata: they are built and scan faster, which more than pays for
+    # scanning again the texts that stay visible from batch to batch (on the engine bench's
+    # 240k-token replay, 8 records a batch score in 0.9 s, 48 in 1.5 s).
+    BATCH = 8
 
     def __init__(self, facts: FactsCache | None = None) -> None:
         self._facts = facts or FactsCache()
-        self._texts: dict[int, tuple[Message, str]] = {}  # id(message) -> (message, text)
+        self._texts: dict[int, str] = {}  # id(message) -> its text
+        self._kept: list[Message] = []
         self._before: tuple[Sequence[ContextItem], dict[str, ContextItem]] | None = None
 
-    def _text(self, message: Message) -> str:
-        known = self._texts.get(id(message))
-        if known is None:
-            known = self._texts[id(message)] = (message, message.text)
-        return known[1]
+    def score(self, before: Sequence[ContextItem], result: PolicyResult) -> float:
+        """The share of the facts ``result`` removed from ``before`` still in its visible
+        messages."""
+        return self.scores([(before, result)])[0]
 
-    def _by_id(self, before: Sequence[ContextItem]) -> dict[str, ContextItem]:
+    def scores(self, records: Iterable[tuple[Sequence[ContextItem], PolicyResult]]) -> list[float]:
+        """``score`` of each record, in order."""
+        out: list[float] = []
+        batch: list[tuple[Sequence[ContextItem], PolicyResult]] = []
+        for record in records:
+            batch.append(record)
+            if len(batch) >= self.BATCH:
+                out += self._scores(batch)
+                batch = []
+        if batch:
+            out += self._scores(batch)
+        return out
+
+    def _scores(self, batch: Sequence[tuple[Sequence[ContextItem], PolicyResult]]) -> list[float]:
+        # Per record with facts at risk: how many; how many found already; the other needles
+        # (one per fact, to look for with the automaton); its distinct visible texts after.
+        cases: list[tuple[int, int, list[str], set[str]] | None] = []
+        wanted: set[str] = set()
+        for before, result in batch:
+            needles = list(map(_needle, self._at_risk(before, result)))
+            if not needles:
+                cases.append(None)
+                continue
+            after = self._after(result)
+            total, found = len(needles), 0
+            if not all(needles) or any("\n" in needle for needle in needles):
+                joined = "\n".join(after)
+                found = sum(needle in joined for needle in needles if not _plain(needle))
+                needles = [needle for needle in needles if _plain(needle)]
+            wanted.update(needles)
+            cases.append((total, found, needles, set(after)))
+        in_text = _needles_in(wanted, set().union(*(case[3] for case in cases if case)))
+        scores: list[float] = []
+        for case in cases:
+            if case is None:
+                scores.append(1.0)
+                continue
+            total, found, needles, shown = case
+            present = set().union(*(in_text[text] for text in shown))
+            found += sum(needle in present for needle in needles)
+            scores.append(found / total)
+        return scores
+
+    def _at_risk(self, before: Sequence[ContextItem], result: PolicyResult) -> set[str]:
+        """The facts of the messages ``result`` took out of ``before``."""
         if self._before is None or self._before[0] is not before:
             self._before = (before, dict(zip(map(_ITEM_ID, before), before, strict=True)))
-        return self._before[1]
-
-    def score(self, before: Sequence[ContextItem], result: PolicyResult) -> float:
-        by_id = self._by_id(before)
-        at_risk: set[Fact] = set()
+        by_id = self._before[1]
+        facts: set[str] = set()
         for change in result.changes:
             old = by_id.get(change.id)
             if change.status in _REMOVING and old is not None:
-                at_risk |= self._facts.facts_in(self._text(old.message))
-        if not at_risk:
-            return 1.0
-        after = [self._text(item.message) for item in result.items if item.message.visible]
-        distinct = "\n".join(dict.fromkeys(after))
-        joined: str | None = None
-        found = 0
-        for fact in at_risk:
-            needle = fact.text[:_ERROR_NEEDLE] if fact.kind is FactKind.ERROR else fact.text
-            if "\n" in needle:  # it could span two messages: look in the texts as they are
-                if joined is None:
-                    joined = "\n".join(after)
-                found += needle in joined
-            else:
-                found += needle in distinct
-        return found / len(at_risk)
+                facts |= self._facts.facts_in(self._text(old.message))
+        return facts
+
+    def _after(self, result: PolicyResult) -> list[str]:
+        """The texts of the visible messages of ``result``, in order."""
+        texts = self._texts
+        after: list[str] = []
+        for item in result.items:
+            message = item.message
+            if message.visible:
+                text = texts.get(id(message))
+                after.append(self._text(message) if text is None else text)
+        return after
+
+    def _text(self, message: Message) -> str:
+        """``message.text``, taken once: messages recur from record to record."""
+        text = self._texts.get(id(message))
+        if text is None:
+            self._kept.append(message)  # so that its id stays its own
+            text = self._texts[id(message)] = message.text
+        return text
+
+
+def _plain(needle: str) -> bool:
+    """Whether ``needle`` is in the joined texts of a context exactly when it is in one of
+    them: it holds no line break (which could join two texts) and is not empty (the empty
+    needle is in the joined texts even of no text)."""
+    return bool(needle) and "\n" not in needle
+
+
+def _needles_in(needles: Iterable[str], texts: Iterable[str]) -> dict[str, set[str]]:
+    """For each of ``texts``, which of ``needles`` it holds: one Aho-Corasick scan of it."""
+    automaton = ahocorasick.Automaton()
+    for needle in needles:
+        automaton.add_word(needle, needle)
+    if not len(automaton):
+        return {text: set() for text in texts}
+    automaton.make_automaton()
+    return {text: {needle for _, needle in automaton.iter(text)} for text in texts}
 
 
 def _failed(settings: Mapping[str, Any], error: str) -> SweepRow:

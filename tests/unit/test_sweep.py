@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+import json
+import random
+
 import pytest
 
 from inspector.core.diff import diff_action
-from inspector.core.model import Message, MessageKind, Part, PartType, Role
+from inspector.core.model import (
+    Event,
+    Message,
+    MessageAdded,
+    MessageKind,
+    Part,
+    PartType,
+    RequestSent,
+    Role,
+)
 from inspector.core.policies.base import (
     Action,
     ContextItem,
@@ -15,12 +27,17 @@ from inspector.core.policies.base import (
     replace_text,
 )
 from inspector.core.profiles import make_profile
+from inspector.core.replay import replay
+from inspector.core.session import Session
+from inspector.core.summarize import LocalSummarizer
 from inspector.core.sweep import (
     FactsCache,
+    _needles_in,
     _SurvivalScorer,
     estimates_alike,
     grid,
     parse_axis,
+    row_of,
 )
 from inspector.errors import ConfigError
 
@@ -94,3 +111,169 @@ def test_estimates_alike_compares_the_rule_and_its_tokenizer() -> None:
     assert estimates_alike(base, make_profile("claude-code", {"context_window": 100_000}))
     assert not estimates_alike(base, make_profile("claude-code", {"estimator": "chars4"}))
     assert not estimates_alike(base, make_profile("claude-code", {"encoding": "cl100k_base"}))
+
+
+# -- the batched scorer against the diff, over a real replay -----------------------------------
+
+_WORDS = ["parser", "reader", "config", "window", "buffer", "record", "token", "limit"]
+
+
+def _coding_session(outputs: int, seed: int) -> Session:
+    """A system prompt, a few user turns, and ``outputs`` tool calls with their outputs: lines
+    of paths, commands, error lines and identifiers drawn from small pools (so that outputs
+    repeat one another's facts, and some survive a prune) mixed with lines of their own."""
+    rng = random.Random(seed)
+    system = "You are a careful coding agent; run_tests before you say done.\n" * 20
+    events: list[Event] = [_added("sys", Role.SYSTEM, MessageKind.MESSAGE, system)]
+    for n in range(outputs):
+        if n % 6 == 0:  # users paste logs: what only a compaction takes out
+            pasted = "\n".join(f"{rng.choice(_WORDS)}Error: log line {i}" for i in range(400))
+            ask = f"Please fix src/{rng.choice(_WORDS)}.py: read_{rng.choice(_WORDS)} fails.\n"
+            events.append(_added(f"u{n}", Role.USER, MessageKind.MESSAGE, ask + pasted))
+        events.append(RequestSent(request_id=f"r{n}"))
+        command = f"pytest -q tests/test_{rng.choice(_WORDS)}.py"
+        if n % 7 == 3:
+            command = f"make {rng.choice(_WORDS)}\nmake check"  # a command over two lines
+        events.append(
+            MessageAdded(
+                message=Message(
+                    id=f"a{n}",
+                    role=Role.ASSISTANT,
+                    kind=MessageKind.TOOL_CALL,
+                    parts=(
+                        Part(
+                            type=PartType.TOOL_CALL,
+                            tool_name="bash",
+                            call_id=f"c{n}",
+                            arguments=json.dumps({"command": command}),
+                        ),
+                    ),
+                )
+            )
+        )
+        lines = [f"$ {command.splitlines()[0]}", f'{{"cmd": "{command}"}}']
+        for i in range(rng.choice([20, 60, 150, 400])):
+            word, other = rng.choice(_WORDS), rng.choice(_WORDS)
+            lines.append(
+                rng.choice(
+                    [
+                        f"src/{word}.py:{i % 40}: {word} {other} ok",
+                        f"src/{word}.py:{i % 40}: {word.title()}Error: bad {other}_value",
+                        f"E   AssertionError: expected {i % 13} {word}s, got {i % 7}",
+                        f"FAILED tests/test_{word}.py::test_{other} - {other} not found",
+                        f"{word} {other} {rng.randrange(10**6)} calls parse{other.title()}()",
+                        f"Traceback (most recent call last): in {word}_{other}_{n}",
+                    ]
+                )
+            )
+        events.append(
+            _added(f"t{n}", Role.TOOL, MessageKind.TOOL_RESULT, "\n".join(lines), f"c{n}")
+        )
+    session = Session(estimator=lambda m: len(m.text) // 4)
+    session.append(events)
+    return session
+
+
+def _added(mid: str, role: Role, kind: MessageKind, text: str, call_id: str | None = None) -> Event:
+    ptype = PartType.TOOL_RESULT if kind is MessageKind.TOOL_RESULT else PartType.TEXT
+    return MessageAdded(
+        message=Message(
+            id=mid,
+            role=role,
+            kind=kind,
+            parts=(
+                Part(type=ptype, text=text, tool_name="bash" if call_id else None, call_id=call_id),
+            ),
+        )
+    )
+
+
+@pytest.mark.parametrize("batch", [1, 3, _SurvivalScorer.BATCH, 1000])
+def test_batched_scores_are_the_diffs_over_a_replay(
+    batch: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = _coding_session(outputs=90, seed=5)
+    profile = make_profile("generic", {"context_window": 12_000})
+    result = replay(
+        session, profile, estimate=lambda m: len(m.text) // 4, summarizer=LocalSummarizer()
+    )
+    records = [
+        (record.before, record.result)
+        for record in result.results
+        if record.result.action in (Action.COMPACT, Action.PRUNE)
+    ]
+    actions = [r.action for _, r in records]
+    assert actions.count(Action.PRUNE) >= 10 and actions.count(Action.COMPACT) >= 2
+    expected = [diff_action(before, r).survived.score for before, r in records]
+    assert len({round(score, 3) for score in expected}) >= 10  # scores of all sorts
+    assert any(0 < score < 1 for score in expected) and min(expected) < 0.5
+    monkeypatch.setattr(_SurvivalScorer, "BATCH", batch)
+    assert _SurvivalScorer(FactsCache()).scores(records) == expected
+    row = row_of({}, result, FactsCache())
+    assert row.survived == sum(expected) / len(expected)
+    assert (row.prunes, row.compactions) == (
+        actions.count(Action.PRUNE),
+        actions.count(Action.COMPACT),
+    )
+
+
+# -- needles: overlapping, nested, in several texts, over two texts -------------------------
+
+
+def test_every_needle_is_found_in_every_text_that_holds_it() -> None:
+    needles = ["abc", "bc", "c", "abcd", "cab", "zz", "é🙂", "🙂x", "src/a.py", "a.py"]
+    texts = ["abcab", "xbcx", "abcd", "é🙂x", "lib/src/a.py", "nothing", ""]
+    found = _needles_in(needles, texts)
+    assert found == {
+        "abcab": {"abc", "bc", "c", "cab"},
+        "xbcx": {"bc", "c"},
+        "abcd": {"abc", "bc", "c", "abcd"},
+        "é🙂x": {"é🙂", "🙂x"},
+        "lib/src/a.py": {"src/a.py", "a.py", "c"},
+        "nothing": set(),
+        "": set(),
+    }
+    assert _needles_in([], ["abc"]) == {"abc": set()}
+
+
+def _removal(before: list[ContextItem], removed: str, kept: list[ContextItem]) -> PolicyResult:
+    changes = [ItemChange(removed, ItemStatus.PRUNED, 10, 2)]
+    return PolicyResult(Action.PRUNE, "x", True, "r", kept, changes, 50, 40)
+
+
+def test_needles_that_nest_overlap_repeat_or_span_two_texts_score_as_the_diff_does() -> None:
+    long_error = "src/reader.py:3: ValueError: " + "x" * 80  # its needle is the first 60
+    removed = (
+        f"{long_error}\n"
+        "see src/reader.py and lib/src/reader.py; read_records and read_records_all\n"
+        '{"command": "make build\nmake check"} {"cmd": "   "}\n'
+        "FAILED test_one - KeyError\n"
+        "error: one\nerror: one two"
+    )
+    keep = [
+        _output("k0", long_error[:60] + " (cut)"),
+        _output("k1", "lib/src/reader.py read_records_all"),
+        _output("k2", "ran make build"),
+        _output("k3", "make check passed; error: one two"),
+        _output("k4", "error: one two"),
+        _output("k5", long_error[:59]),  # one character short of its needle
+    ]
+    target = _output("gone", removed)
+    before = [target, *keep]
+    cases = [
+        keep,  # everything but FAILED...: nested needles, needles in several texts
+        [keep[2], keep[3]],  # "make build\nmake check" spans the two texts, in this order
+        [keep[3], keep[2]],  # ... and not in the other
+        [keep[0]],
+        [keep[5]],
+        [],  # only the empty command is left: it is in any text, even in none
+    ]
+    results = [_removal(before, "gone", items) for items in cases]
+    expected = [diff_action(before, r).survived.score for r in results]
+    assert expected[1] != expected[2] and expected[3] != expected[4]
+    assert 0 < expected[-1] < expected[0] < 1
+    for batch in (1, 2, 10):
+        scorer = _SurvivalScorer(FactsCache())
+        scorer.BATCH = batch
+        assert scorer.scores([(before, r) for r in results]) == expected
+        assert [scorer.score(before, r) for r in results] == expected
