@@ -73,6 +73,7 @@ def collector_paused() -> Iterator[None]:
     try:
         yield
     finally:
+        gc.collect()  # the few cycles reading made (parsers, closures) go first
         gc.freeze()  # what was read lives as long as the session: never rescan it
         if was_enabled:
             gc.enable()

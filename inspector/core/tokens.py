@@ -308,6 +308,10 @@ def _load_exact(encoding: str) -> _Loaded:
         special_tokens=spec["special_tokens"],
         explicit_n_vocab=spec.get("explicit_n_vocab"),
     )
+    # The Encoding keeps the Python ranks (~200,000 byte strings, ~30 MB) only to pickle itself;
+    # encoding runs on the ranks its Rust core copied. Nothing here pickles an Encoding.
+    if hasattr(enc, "_mergeable_ranks") and hasattr(enc, "_core_bpe"):
+        enc._mergeable_ranks = {}
     return _Loaded(TokenizerInfo(encoding, sources[0]), enc)
 
 

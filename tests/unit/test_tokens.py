@@ -522,3 +522,14 @@ def test_tokenizer_info(source: RankSource, exact: bool, label: str) -> None:
     info = TokenizerInfo("o200k_base", source)
     assert info.exact is exact
     assert info.label == label
+
+
+def test_the_loaded_encoding_keeps_no_python_copy_of_its_ranks() -> None:
+    """The ranks live in tiktoken's core; the Python dict (~30 MB) is let go after loading."""
+    from inspector.core.tokens import _load
+
+    loaded = _load("o200k_base")
+    if loaded.encoding is None:
+        pytest.skip("no offline ranks for o200k_base here")
+    assert loaded.encoding._mergeable_ranks == {}
+    assert TokenCounter("o200k_base").count_batch(["hello world"]) == [2]
