@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -81,9 +82,43 @@ def _start_context() -> multiprocessing.context.BaseContext:
     """How to start the workers: forking is quickest, but forking a process that runs other
     threads (the dashboard: its loading and sweep threads) can copy a lock another thread held
     and hang the worker; then the workers start from a clean server process instead."""
-    if threading.active_count() > 1 and "forkserver" in multiprocessing.get_all_start_methods():
+    if (
+        threading.active_count() > 1
+        and "forkserver" in multiprocessing.get_all_start_methods()
+        and _tracker_running()
+    ):
         return multiprocessing.get_context("forkserver")
     return multiprocessing.get_context()
+
+
+def _has_descriptor(stream: Any) -> bool:
+    try:
+        os.fstat(stream.fileno())
+        return True
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+def _tracker_running() -> bool:
+    """Start multiprocessing's resource tracker if it is not running (the fork server's
+    workers need it). It hands ``sys.stderr``'s descriptor to its process; under the dashboard
+    ``sys.stderr`` is Textual's capture, whose descriptor is not one, so the real standard error
+    stands in while it starts. False when there is none to lend."""
+    from multiprocessing import resource_tracker
+
+    given = sys.stderr
+    if _has_descriptor(given):
+        resource_tracker.ensure_running()
+        return True
+    real = sys.__stderr__
+    if real is None or not _has_descriptor(real):
+        return False
+    sys.stderr = real
+    try:
+        resource_tracker.ensure_running()
+    finally:
+        sys.stderr = given
+    return True
 
 
 def run_sweep(
