@@ -7,6 +7,7 @@ live files); screens show the active session and widgets get plain values pushed
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -165,7 +166,7 @@ class InspectorApp(App[None]):
 
         pending: list[Event] = []
         last = time.monotonic()
-        for chunk in [*iter_chunks(path), b""]:
+        for chunk in itertools.chain(iter_chunks(path), [b""]):  # read as it goes, not at once
             pending.extend(parser.feed(chunk) if chunk else parser.finish())
             if chunk and time.monotonic() - last < LOAD_BATCH_SECONDS:
                 continue
@@ -180,7 +181,7 @@ class InspectorApp(App[None]):
 
     def _grow(self, state: SessionState, events: list[Event], counts: list[int] | None) -> None:
         state.session.append(events, exact_counts=counts)
-        state.touch()
+        state.grew()
         self._dirty = True
 
     def _done_loading(self) -> None:
@@ -216,7 +217,7 @@ class InspectorApp(App[None]):
                     state.replace_session(update.session)
                 if update.session.info.get("context_window"):
                     state.loaded.profile = calibrate(profile, update.session)
-                state.touch()
+                state.grew()  # a replaced session was touched above
                 self._dirty = True
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:

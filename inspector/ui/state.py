@@ -1,9 +1,17 @@
 """What the dashboard shows of one session: the session (or a what-if branch of it), the
-cursor, and the values each widget needs (as the widgets' own row and point types)."""
+cursor, and the values each widget needs (as the widgets' own row and point types).
+
+A session being read or followed grows by appends (``SessionState.grew``): the values that
+only depend on the past (points of the steps that are over, running totals) are then brought up
+to date from where they stopped rather than computed again, and none is kept per message as a
+Python object. Any other change (``touch``) drops them.
+"""
 
 from __future__ import annotations
 
 import itertools
+from array import array
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,12 +35,14 @@ from inspector.core.model import (
 )
 from inspector.core.policies.base import Action, ContextItem, PolicyResult, Summarizer
 from inspector.core.profiles import Profile
-from inspector.core.session import Flag, Session, StepState, kind_name, role_name
+from inspector.core.session import Flag, Session, StepState, StepTable, kind_name, role_name
 from inspector.core.whatif import branch_events
+from inspector.core.window import Zone
 from inspector.loader import LoadedSession, new_session
+from inspector.ui.totals import RunningTotals, best_tokens
 from inspector.ui.widgets.events_view import EventRow
 from inspector.ui.widgets.messages_view import MessageRow
-from inspector.ui.widgets.timeline_view import TimelinePoint
+from inspector.ui.widgets.timeline_view import TimelinePoints
 
 
 @dataclass
@@ -51,6 +61,98 @@ _MARKER_OF_EVENT = {
 }
 
 
+class _Points:
+    """The timeline's points of one session under one profile, kept up to date as it grows."""
+
+    MARKED = (Compacted, Pruned, FinalTurnForced, ContextReset, ToolOutputChanged)
+
+    def __init__(self, session: Session, profile: Profile, generation: int) -> None:
+        self.session = session
+        self.profile = profile
+        self.generation = generation
+        self.points = TimelinePoints()
+        self.closed = 0  # closed steps when last brought up to date
+        self.events = -1  # the session's length then
+        self.marker_events = 0  # marker events taken in
+        self.markers: dict[int, set[str]] = {}  # step -> marker names
+        self.zone = _ZoneOf(profile)
+
+    def update(self) -> TimelinePoints:
+        session = self.session
+        if len(session) == self.events:
+            return self.points
+        self.events = len(session)
+        self._take_markers()
+        closed = session.steps
+        # the last step that was over may have been given its usage since: redo it too
+        start = max(0, min(self.closed, len(closed)) - 1)
+        points, zone, markers = self.points, self.zone, self.markers
+        points.truncate(start)
+        empty: set[str] = set()
+        if isinstance(closed, StepTable):  # read the columns; make no step
+            tokens_of, peaks = closed.tokens, closed.peak_reported
+            for i in range(start, len(closed)):
+                tokens = tokens_of(i)
+                peak = max(peaks[i], tokens)  # a step with no peak figure holds the lowest value
+                points.add(i + 1, tokens, peak, zone(peak), markers.get(i + 1, empty))
+        else:
+            for state in closed[start:]:
+                peak = state.peak
+                points.add(
+                    state.step, state.tokens, peak, zone(peak), markers.get(state.step, empty)
+                )
+        self.closed = len(closed)
+        if session.open_step_shown():
+            live = session.live_state()
+            peak = live.peak
+            points.add(live.step, live.tokens, peak, zone(peak), markers.get(live.step, empty))
+        return points
+
+    def _take_markers(self) -> None:
+        session = self.session
+        found = session.events_of(*self.MARKED)
+        for index, event in itertools.islice(found, self.marker_events, None):
+            self.marker_events += 1
+            name = _MARKER_OF_EVENT.get(type(event))
+            if isinstance(event, ToolOutputChanged) and event.action is ToolOutputAction.DROPPED:
+                name = "dropped"
+            if isinstance(event, Pruned) and not event.applied:
+                name = None
+            if name is not None:
+                self.markers.setdefault(session.step_at(index), set()).add(name)
+
+
+class _ZoneOf:
+    """``profile.zone`` for many counts: zones rise with the count (safe, warning, overflow),
+    so the two counts where they change are found once, from ``profile.zone`` itself."""
+
+    def __init__(self, profile: Profile) -> None:
+        self.warning = _first_count(profile, lambda zone: zone is not Zone.SAFE)
+        self.overflow = _first_count(profile, lambda zone: zone is Zone.OVERFLOW)
+
+    def __call__(self, tokens: int) -> Zone:
+        if tokens < self.warning:
+            return Zone.SAFE
+        return Zone.WARNING if tokens < self.overflow else Zone.OVERFLOW
+
+
+def _first_count(profile: Profile, reached: Callable[[Zone], bool]) -> int:
+    """The smallest count from 0 whose zone has ``reached`` (a huge one when none has)."""
+    high = 2**62
+    if not reached(profile.zone(high)):
+        return 2**63 - 1
+    low = -1  # counts below 0 are taken as 0's zone
+    if reached(profile.zone(0)):
+        return -(2**63)
+    while high - low > 1:
+        middle = (low + high) // 2
+        if reached(profile.zone(middle)):
+            high = middle
+        else:
+            low = middle
+    return high
+
+
 class SessionState:
     """One opened session in the dashboard."""
 
@@ -60,8 +162,11 @@ class SessionState:
         self.follow = follow  # None for a saved file, else a follow-state text
         self.cursor: int | None = None  # None: stay at the live end
         self.branches: list[WhatIf] = []
-        self.version = 0
+        self.version = 0  # bumped on every change (appends included)
+        self._generation = 0  # bumped on changes that are not appends
         self._cache: dict[tuple[str, int, int], Any] = {}
+        self._points: _Points | None = None
+        self._totals: RunningTotals | None = None
 
     # -- what is shown ---------------------------------------------------------------------
 
@@ -82,7 +187,16 @@ class SessionState:
         return self.loaded.name
 
     def touch(self) -> None:
-        """The session grew or changed: drop cached values."""
+        """The session changed (not only by appends): drop every cached value."""
+        self.version += 1
+        self._generation += 1
+        self._cache.clear()
+        self._points = None
+        self._totals = None
+
+    def grew(self) -> None:
+        """Events were appended to the session: values about the past are kept and brought up
+        to date when next asked for."""
         self.version += 1
         self._cache.clear()
 
@@ -93,6 +207,8 @@ class SessionState:
         self.touch()
 
     def steps(self) -> list[StepState]:
+        """Every step (made from the session's columns: prefer ``step_count`` and
+        ``state_at``)."""
         key = ("steps", self.version, len(self.branches))
         cached = self._cache.get(key)
         if cached is None:
@@ -100,9 +216,12 @@ class SessionState:
         result: list[StepState] = cached
         return result
 
+    def step_count(self) -> int:
+        return self.session.step_count()
+
     def step(self) -> int | None:
         """The step under the cursor (the last step when the cursor follows the live end)."""
-        count = len(self.steps())
+        count = self.step_count()
         if count == 0:
             return None
         if self.cursor is None:
@@ -111,7 +230,7 @@ class SessionState:
 
     def move(self, step: int | None) -> None:
         """Move the cursor; moving to the last step of a followed file re-attaches to the end."""
-        count = len(self.steps())
+        count = self.step_count()
         if step is not None and self.follow is not None and step >= count:
             step = None
         self.cursor = step
@@ -120,8 +239,13 @@ class SessionState:
 
     def state_at(self, step: int | None = None) -> StepState | None:
         step = step or self.step()
-        steps = self.steps()
-        return steps[step - 1] if step and 0 < step <= len(steps) else None
+        if not step:
+            return None
+        key = ("state", self.version, step)
+        if key not in self._cache:
+            self._cache[key] = self.session.state_of(step)
+        result: StepState | None = self._cache[key]
+        return result
 
     def counters(self, step: int | None = None) -> Counters | None:
         return counters_at(self.session, self.profile, step or self.step())
@@ -140,59 +264,34 @@ class SessionState:
             "effective_limit": profile.limit_parts().effective,
         }
 
-    def points(self) -> list[TimelinePoint]:
-        key = ("points", self.version, len(self.branches))
-        cached = self._cache.get(key)
-        if cached is not None:
-            result: list[TimelinePoint] = cached
-            return result
-        markers: dict[int, set[str]] = {}
-        session = self.session
-        for index, event in session.non_message_events():
-            name = _MARKER_OF_EVENT.get(type(event))
-            if isinstance(event, ToolOutputChanged) and event.action is ToolOutputAction.DROPPED:
-                name = "dropped"
-            if isinstance(event, Pruned) and not event.applied:
-                name = None
-            if name is not None:
-                markers.setdefault(session.step_at(index), set()).add(name)
-        zone = self.profile.zone
-        points = [
-            TimelinePoint(
-                s.step, s.tokens, s.peak, zone(s.peak), frozenset(markers.get(s.step, ()))
-            )
-            for s in self.steps()
-        ]
-        self._cache[key] = points
-        return points
+    def points(self) -> TimelinePoints:
+        """The timeline's points: one per step, kept as columns and updated in place as the
+        session grows (a reader tells what changed from ``TimelinePoints.changed_since``)."""
+        cache = self._points
+        if (
+            cache is None
+            or cache.session is not self.session
+            or cache.profile is not self.profile
+            or cache.generation != self._generation
+        ):
+            cache = self._points = _Points(self.session, self.profile, self._generation)
+        return cache.update()
 
-    def context_mask(self, step: int | None) -> list[bool]:
-        """Which messages were in context at ``step`` (all of them visible and main)."""
-        key = ("mask", self.version, step or 0)
-        cached = self._cache.get(key)
-        if cached is None:
-            indices = set(self.session.in_context(step))
-            cached = self._cache[key] = [i in indices for i in range(self.session.message_count)]
-        result: list[bool] = cached
-        return result
-
-    def running(self, step: int | None) -> list[int]:
-        key = ("running", self.version, step or 0)
-        cached = self._cache.get(key)
-        if cached is None:
-            mask = self.context_mask(step)
-            table = self.session.table
-            tokens = (_best(table, i) if inside else 0 for i, inside in enumerate(mask))
-            cached = self._cache[key] = list(itertools.accumulate(tokens))
-        result: list[int] = cached
-        return result
+    def totals(self) -> RunningTotals:
+        """Running totals of the tokens in context (brought up to date as the session grows)."""
+        totals = self._totals
+        if totals is None or totals.session is not self.session:
+            totals = self._totals = RunningTotals(self.session)
+        totals.update()
+        return totals
 
     def row(self, index: int) -> MessageRow:
-        step = self.step()
-        table = self.session.table
-        mask = self.context_mask(step)
-        running = self.running(step)
-        tokens = _best(table, index)
+        step = self.step() or 0
+        session = self.session
+        table = session.table
+        totals = self.totals()
+        inside = totals.in_context(index, step)
+        tokens = best_tokens(session, index)
         flags = table.flags[index]
         window = self.profile.context_window or 1
         names = [name for bit, name in _FLAG_NAMES if flags & bit]
@@ -208,19 +307,22 @@ class SessionState:
             kind=kind,
             tokens=tokens,
             share=tokens / window,
-            running=running[index] if mask[index] else 0,
+            running=totals.total(index, step) if inside else 0,
             flags=", ".join(names),
             origin=_origin(table, index),
             tool=table.tools[tool] if tool >= 0 else None,
-            in_context=mask[index],
+            in_context=inside,
         )
 
-    def event_indices(self) -> list[int]:
+    def event_indices(self) -> array[int]:
+        """The indices of the events that are not messages (walks them all: the session has
+        no cheaper way to list them yet)."""
         key = ("events", self.version, len(self.branches))
         cached = self._cache.get(key)
         if cached is None:
-            cached = self._cache[key] = [i for i, _ in self.session.non_message_events()]
-        result: list[int] = cached
+            indices = (i for i, _ in self.session.non_message_events())
+            cached = self._cache[key] = array("q", indices)
+        result: array[int] = cached
         return result
 
     def event_row(self, position: int) -> EventRow:
@@ -290,14 +392,6 @@ _FLAG_NAMES = (
     (int(Flag.TRUNCATED), "truncated"),
     (int(Flag.REMOVED), "removed"),
 )
-
-
-def _best(table: Any, index: int) -> int:
-    reported = table.reported[index]
-    if reported >= 0:
-        return int(reported)
-    exact = table.exact[index]
-    return int(exact if exact >= 0 else table.estimate[index])
 
 
 def _origin(table: Any, index: int) -> str:

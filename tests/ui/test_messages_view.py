@@ -283,3 +283,31 @@ async def test_without_marker_variables_colours_fall_back() -> None:
         assert Color.from_rich_color(style.color) == Color.parse(app.theme_variables["warning"])
         assert view.theme_style("no-such-variable").color is None
         await pilot.pause()
+
+
+async def test_moving_the_cursor_redraws_its_two_rows_only() -> None:
+    app = ViewApp()
+    async with app.run_test(size=(WIDTH, HEIGHT)) as pilot:
+        view = app.query_one(MessagesView)
+        view.set_source(100, make_row)
+        view.focus()
+        await pilot.pause()
+        before = [view.render_line(y) for y in range(1, 8)]
+        await pilot.press("down", "down")
+        await pilot.pause()
+        after = [view.render_line(y) for y in range(1, 8)]
+        redrawn = [
+            y for y, (old, new) in enumerate(zip(before, after, strict=True), 1) if old is not new
+        ]
+        assert redrawn == [1, 3]  # the row the cursor left and the one it is on
+        assert after[2].text == before[2].text
+        assert style(next(iter(after[2]))).reverse and not style(next(iter(before[2]))).reverse
+        # a theme with other colours draws the rows again
+        flagged = view.render_line(1)
+        app.theme = "textual-light"
+        await pilot.pause()
+        assert view.render_line(1) is not flagged and view.render_line(1).text == flagged.text
+        # a new version of the rows draws them again
+        view.set_source(100, lambda i: make_row(i + 1), version=1)
+        await pilot.pause()
+        assert view.render_line(2).text.split()[0] == "3"

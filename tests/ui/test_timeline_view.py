@@ -3,6 +3,7 @@ thresholds, markers and readout are rendered from the visible columns only."""
 
 from __future__ import annotations
 
+import pytest
 from textual import events
 from textual.app import App, ComposeResult
 from textual.color import Color
@@ -10,7 +11,12 @@ from textual.geometry import Size
 from textual.theme import Theme
 
 from inspector.core.window import Zone
-from inspector.ui.widgets.timeline_view import CACHE_LINES, TimelinePoint, TimelineView
+from inspector.ui.widgets.timeline_view import (
+    CACHE_LINES,
+    TimelinePoint,
+    TimelinePoints,
+    TimelineView,
+)
 
 WINDOW, WARNING, THRESHOLD = 100_000, 50_000, 75_000
 
@@ -304,3 +310,80 @@ async def test_set_points_with_the_same_prefix_is_an_append() -> None:
         view.set_points(longer, window=WINDOW, warning=WARNING + 1, threshold=THRESHOLD)
         await pilot.pause()
         assert view.warning == WARNING + 1 and view.render_line(1) is not before[1]
+
+
+async def test_the_readout_follows_the_cursor_within_the_visible_columns() -> None:
+    app = TimelineApp()
+    async with app.run_test(size=(80, 12)) as pilot:
+        view = app.query_one(TimelineView)
+        view.set_points(ramp(20), window=WINDOW, warning=WARNING, threshold=THRESHOLD)
+        view.cursor = 4
+        await pilot.pause()
+        assert text(view, 0).startswith("step 4 · 20,000 tokens")
+        view.cursor = 5  # no scrolling: the cached readout must not be reused
+        await pilot.pause()
+        assert text(view, 0).startswith("step 5 · 25,000 tokens")
+
+
+def test_timeline_points_are_a_sequence_of_points() -> None:
+    points = TimelinePoints(ramp(50))
+    assert list(points) == ramp(50) and len(points) == 50
+    assert points[-1] == ramp(50)[-1] and points[10:12] == ramp(50)[10:12]
+    assert points[9].markers == frozenset({"compaction"}) and points[8].markers == frozenset()
+    assert points.position(17) == 16 and points.position(0) is None and points.position(51) is None
+    with pytest.raises(IndexError):
+        points[50]
+
+
+def test_timeline_points_tell_a_reader_what_changed() -> None:
+    points = TimelinePoints(ramp(50))
+    revision, seen = points.revision, len(points)
+    assert points.changed_since(revision, seen) == 50  # nothing changed
+    points.append(point(51, 10))
+    assert points.changed_since(revision, seen) == 50  # appended after what was read
+    points.truncate(40)
+    for step in range(41, 60):
+        points.append(point(step, 5))
+    assert points.changed_since(revision, seen) == 40
+    assert points.changed_since(revision, 30) == 30  # it had read less than that
+    later = points.revision
+    points.truncate(55)
+    assert points.changed_since(later, len(points) + 4) == 55
+    for _ in range(TimelinePoints.HISTORY + 1):  # too many changes to remember
+        points.truncate(len(points) - 1)
+        points.append(point(100, 1))
+    assert points.changed_since(revision, seen) == 0
+    copy = TimelinePoints()
+    copy.copy_from(points)
+    assert list(copy) == list(points)
+    copy.copy_from(TimelinePoints(ramp(30)), 20)
+    assert list(copy) == [*list(points)[:20], *ramp(30)[20:]]
+
+
+async def test_set_points_reads_only_what_changed_in_timeline_points() -> None:
+    app = TimelineApp()
+    async with app.run_test(size=(50, 10)) as pilot:
+        view = app.query_one(TimelineView)
+        source = TimelinePoints(ramp(100))
+        view.set_points(source, window=WINDOW, warning=WARNING, threshold=THRESHOLD)
+        view.cursor = 10
+        await pilot.pause()
+        before = [view.render_line(y) for y in range(8)]
+        source.truncate(99)  # the last step changed, off screen
+        source.append(point(100, 2_000, "prune"))
+        source.append(point(101, 3_000))
+        view.set_points(source, window=WINDOW, warning=WARNING, threshold=THRESHOLD)
+        await pilot.pause()
+        assert list(view.points) == list(source) and view.cursor == 10
+        assert view.next_marker("prune", 1) == 20 and view.next_marker("prune", -1) is None
+        assert all(view.render_line(y) is strip for y, strip in enumerate(before))
+        view.cursor = 100
+        assert view.next_marker("prune", -1) == 60 and view.next_marker("prune", 1) is None
+        source.truncate(5)  # a change in the columns on screen redraws them
+        source.extend([point(step, 90_000) for step in range(6, 9)])
+        view.set_points(source, window=WINDOW, warning=WARNING, threshold=THRESHOLD)
+        view.cursor = 6
+        await pilot.pause()
+        assert list(view.points) == list(source) and len(view.points) == 8
+        assert text(view, 0).startswith("step 6 · 90,000 tokens (peak 90,000) · overflow")
+        assert view.virtual_size.width == 8 * 3

@@ -98,7 +98,7 @@ class ActionPicker(ModalScreen["Preview | None"]):
     def compose(self) -> ComposeResult:
         with Vertical(id="picker"):
             yield Label(
-                Text(f"Act on the context at step {self.step} of {len(self.state.steps())}"),
+                Text(f"Act on the context at step {self.step} of {self.state.step_count()}"),
                 id="picker-title",
             )
             yield Label("Action")

@@ -65,7 +65,7 @@ class DashboardScreen(SessionScreen):
 
     def _step_info(self, state: SessionState, step: int | None) -> Text:
         text = Text()
-        total = len(state.steps())
+        total = state.step_count()
         if step is None:
             text.append("no requests yet")
             return text
@@ -148,7 +148,7 @@ class DashboardScreen(SessionScreen):
             self._stop()
         else:
             state = self.inspector.state
-            if state is not None and state.step() == len(state.steps()):
+            if state is not None and state.step() == state.step_count():
                 self._move_to(1)  # at the end: play from the start
             self._start()
         self.inspector.changed()
@@ -167,7 +167,7 @@ class DashboardScreen(SessionScreen):
             self._stop()
             return
         current = state.step() or 0
-        if current >= len(state.steps()):
+        if current >= state.step_count():
             self._stop()
             self.inspector.changed()
             return

@@ -13,13 +13,14 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from rich.cells import cell_len
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.binding import Binding, BindingType
 from textual.cache import LRUCache
 from textual.color import Color, ColorParseError
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
@@ -65,6 +66,7 @@ class RowTable(ScrollView, Generic[R], can_focus=True):
         Binding("enter", "select", "Select", show=False),
     ]
     CACHE_SIZE: ClassVar[int] = 1024
+    STRIP_CACHE_SIZE: ClassVar[int] = 256  # rendered rows
     EMPTY_TEXT: ClassVar[str] = "nothing to show"
 
     cursor: reactive[int] = reactive(0)
@@ -112,6 +114,8 @@ class RowTable(ScrollView, Generic[R], can_focus=True):
         self._row_at: Callable[[int], R] | None = None
         self._version = 0
         self._cache: LRUCache[tuple[int, int], R] = LRUCache(self.CACHE_SIZE)
+        self._strips: LRUCache[tuple[object, ...], Strip] = LRUCache(self.STRIP_CACHE_SIZE)
+        self._frame: _Frame | None = None
 
     # -- data ------------------------------------------------------------------------------
 
@@ -145,6 +149,7 @@ class RowTable(ScrollView, Generic[R], can_focus=True):
         version_changed = version != self._version
         if version_changed or count < old_count:
             self._cache.clear()
+            self._strips.clear()
         self._count, self._row_at, self._version = max(0, count), row_at, version
         self._source_changed(old_count, version_changed)
         self._rows_changed()
@@ -250,16 +255,23 @@ class RowTable(ScrollView, Generic[R], can_focus=True):
 
     def theme_style(self, *names: str) -> Style:
         """A foreground style from the first theme variable of ``names`` that is defined."""
+        frame = self._frame
+        if frame is not None and names in frame.theme_styles:
+            return frame.theme_styles[names]
+        style = Style()
         variables = self.app.theme_variables
         for name in names:
             value = variables.get(name)
             if not value:
                 continue
             try:
-                return Style(color=Color.parse(value).rich_color)
+                style = Style(color=Color.parse(value).rich_color)
             except ColorParseError:
                 continue
-        return Style()
+            break
+        if frame is not None:
+            frame.theme_styles[names] = style
+        return style
 
     def columns(self, width: int) -> list[Column]:
         raise NotImplementedError
@@ -291,9 +303,28 @@ class RowTable(ScrollView, Generic[R], can_focus=True):
             text.append(" " * (width - text.cell_len - cell_len(status)) + status)
         return text
 
-    def render_line(self, y: int) -> Strip:
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """Render with what every line shares (width, styles, columns) worked out once."""
+        self._frame = self._new_frame()
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._frame = None
+
+    def _new_frame(self) -> _Frame:
         width = self.scrollable_content_region.width
-        base = self.rich_style
+        return _Frame(
+            theme=self.app.theme,
+            width=width,
+            base=self.rich_style,
+            cursor=self.get_component_rich_style("row-table--cursor"),
+            dim=self.get_component_rich_style("row-table--dim"),
+            columns=self.columns(width),
+        )
+
+    def render_line(self, y: int) -> Strip:
+        frame = self._frame or self._new_frame()
+        width, base = frame.width, frame.base
         if y == 0:
             text = self._header(width)
             text.stylize_before(self.get_component_rich_style("row-table--header"))
@@ -302,19 +333,82 @@ class RowTable(ScrollView, Generic[R], can_focus=True):
             if position >= self.row_count:
                 if position == 0:
                     text = Text(f" {self.EMPTY_TEXT}", no_wrap=True, end="")
-                    text.stylize(self.get_component_rich_style("row-table--dim"))
+                    text.stylize(frame.dim)
                 else:
                     return Strip.blank(width, base)
             else:
-                row = self.row(position)
-                text = self._line(self.row_cells(row), self.columns(width))
-                if self.row_dimmed(row):
-                    text.stylize(self.get_component_rich_style("row-table--dim"))
-                if position == self.cursor:
-                    text.stylize(self.get_component_rich_style("row-table--cursor"))
+                return self._row_strip(position, frame)
         text.stylize_before(base)
         strip = Strip(text.render(self.app.console), text.cell_len)
         return strip.crop_extend(0, width, base)
+
+    def _row_strip(self, position: int, frame: _Frame) -> Strip:
+        """One row's line (cached: moving the cursor redraws two rows, not the page)."""
+        row = self.row(position)
+        is_cursor = position == self.cursor
+        key = (self._version, row.index, is_cursor, frame.key)
+        strip = self._strips.get(key)
+        if strip is not None:
+            return strip
+        dimmed = self.row_dimmed(row)
+        row_style = frame.base
+        if dimmed:
+            row_style += frame.dim
+        if is_cursor:
+            row_style += frame.cursor
+        segments: list[Segment] = []
+        run = ""  # cells in the row's own style, joined
+        for (value, style), (_title, size, align) in zip(
+            self.row_cells(row), frame.columns, strict=False
+        ):
+            fitted = plain.fit(value, size, align=align)
+            if not style:
+                run += fitted + " "
+                continue
+            if run:
+                segments.append(Segment(run, row_style))
+            segments.append(Segment(fitted, frame.cell_style(style, dimmed, is_cursor)))
+            run = " "
+        if run:
+            segments.append(Segment(run, row_style))
+        strip = Strip(segments).crop_extend(0, frame.width, frame.base)
+        self._strips.set(key, strip)
+        return strip
+
+
+class _Frame:
+    """What every line of one render shares."""
+
+    __slots__ = ("_styles", "base", "columns", "cursor", "dim", "key", "theme_styles", "width")
+
+    def __init__(
+        self,
+        *,
+        theme: str,
+        width: int,
+        base: Style,
+        cursor: Style,
+        dim: Style,
+        columns: list[Column],
+    ) -> None:
+        self.width, self.base, self.cursor, self.dim = width, base, cursor, dim
+        self.columns = columns
+        self.key = (theme, width, base, cursor, dim, tuple(columns))
+        self.theme_styles: dict[tuple[str, ...], Style] = {}
+        self._styles: dict[tuple[Style | str, bool, bool], Style] = {}
+
+    def cell_style(self, style: Style | str, dimmed: bool, cursor: bool) -> Style:
+        """A cell's style over the row's: the base, the cell's, dimmed, then the cursor."""
+        key = (style, dimmed, cursor)
+        combined = self._styles.get(key)
+        if combined is None:
+            combined = self.base + (Style.parse(style) if isinstance(style, str) else style)
+            if dimmed:
+                combined += self.dim
+            if cursor:
+                combined += self.cursor
+            self._styles[key] = combined
+        return combined
 
 
 @dataclass(frozen=True)
