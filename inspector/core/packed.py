@@ -88,9 +88,47 @@ def _usage_fits(usage: Any) -> bool:
     return all(type(values[n]) is int and values[n] in _INT64 for n in _USAGE_COUNTS)
 
 
+_UNSET = object()
+
+
+class _Values:
+    """A column of objects that is often one object throughout (``None``, ``"main"``, a shared
+    fields-set): kept as that object and a count until another one comes."""
+
+    __slots__ = ("_count", "_items", "_only")
+
+    def __init__(self) -> None:
+        self._items: list[Any] | None = None
+        self._only: Any = _UNSET
+        self._count = 0
+
+    def append(self, value: Any) -> None:
+        items = self._items
+        if items is not None:
+            items.append(value)
+        elif value is self._only:
+            self._count += 1
+        elif not self._count:
+            self._only, self._count = value, 1
+        else:
+            self._items = [self._only] * self._count
+            self._items.append(value)
+
+    def __getitem__(self, row: int) -> Any:
+        items = self._items
+        if items is not None:
+            return items[row]
+        if not 0 <= row < self._count:
+            raise IndexError("row out of range")
+        return self._only
+
+    def __len__(self) -> int:
+        return len(self._items) if self._items is not None else self._count
+
+
 class _UsageColumns:
     def __init__(self) -> None:
-        self.fields_set: list[set[str]] = []
+        self.fields_set = _Values()
         self.counts = {name: array("q") for name in _USAGE_COUNTS}
         self.total = array("q")
         self.includes = array("B")
@@ -122,8 +160,8 @@ class _Columns:
         self.names = tuple(cls.model_fields)
         self.type_value: str = cls.model_fields["type"].default
         self.objects = [n for n in self.names if n not in ("span", "type", "usage")]
-        self.values: dict[str, list[Any]] = {name: [] for name in self.objects}
-        self.fields_set: list[set[str]] = []
+        self.values: dict[str, _Values] = {name: _Values() for name in self.objects}
+        self.fields_set = _Values()
         self.source = array("h")  # -1: no span
         self.offset = array("q")
         self.length = array("q")
@@ -199,7 +237,7 @@ class EventStore:
     """Events in the order they were added; ``get(k)`` is the k-th one."""
 
     def __init__(self) -> None:
-        self._objects: list[Event | None] = []  # None where the event is in the columns
+        self._given: dict[int, Event] = {}  # the events kept as given, by position
         self._kind = array("b")  # the packed class's code, -1 when kept as given
         self._row = array("i")
         self._columns = [_Columns(cls) for cls in PACKED_CLASSES]
@@ -215,25 +253,22 @@ class EventStore:
             if columns.fits(event):
                 self._row.append(columns.add(event, self._strings))
                 self._kind.append(code)
-                self._objects.append(None)
                 return
+        self._given[len(self._kind)] = event
         self._row.append(-1)
         self._kind.append(-1)
-        self._objects.append(event)
 
     def get(self, k: int) -> Event:
         code = self._kind[k]
         if code < 0:
-            event = self._objects[k]
-            assert event is not None
-            return event
+            return self._given[k]
         made: Event = self._columns[code].get(self._row[k])
         return made
 
     def kind_of(self, k: int) -> type[Any]:
         """The k-th event's class, without making it."""
         code = self._kind[k]
-        return PACKED_CLASSES[code] if code >= 0 else type(self._objects[k])
+        return PACKED_CLASSES[code] if code >= 0 else type(self._given[k])
 
     def packed(self, k: int) -> bool:
         return self._kind[k] >= 0

@@ -307,10 +307,10 @@ class StepTable(Sequence[StepState]):
 
     def __init__(self, store: EventStore) -> None:
         self._store = store  # where the usage reports are
-        self.first_event = array("q")
-        self.last_event = array("q")
-        self.request_event = array("q")
-        self.messages = array("q")
+        self.first_event = array("i")
+        self.last_event = array("i")
+        self.request_event = array("i")  # -1: none
+        self.messages = array("i")
         self.estimated = array("q")
         self.exact = array("q")
         self.reported = array("q")
@@ -341,7 +341,7 @@ class StepTable(Sequence[StepState]):
             raise ValueError(f"step {state.step} after {len(self)} steps")
         self.first_event.append(state.first_event)
         self.last_event.append(state.last_event)
-        self.request_event.append(_NONE if state.request_event is None else state.request_event)
+        self.request_event.append(-1 if state.request_event is None else state.request_event)
         self.messages.append(state.messages)
         self.estimated.append(state.estimated)
         self.exact.append(_NONE if state.exact is None else state.exact)
@@ -377,7 +377,7 @@ class StepTable(Sequence[StepState]):
             i + 1,
             self.first_event[i],
             self.last_event[i],
-            None if request == _NONE else request,
+            None if request < 0 else request,
             self.messages[i],
             self.estimated[i],
             None if exact == _NONE else exact,
@@ -575,7 +575,7 @@ class Session:
         # is ``-1 - k`` for ``self._store.get(k)``.
         self._events = array("i")
         self._store = EventStore()
-        self._non_message = array("q")  # indices of the events that are not messages
+        self._non_message = array("i")  # indices of the events that are not messages
         self._of_type: dict[type, array[int]] = {}  # the same, by event class
         self._inline: dict[int, Message] = {}
         self._bodies: OrderedDict[int, Message] = OrderedDict()
@@ -617,6 +617,11 @@ class Session:
         obj = self._object
         for code in self._events:
             yield code if code >= 0 else obj(-1 - code)
+
+    def non_message_indices(self) -> array[int]:
+        """The indices of the events that are not messages, in order (the session's own array:
+        read it, do not change it)."""
+        return self._non_message
 
     def non_message_events(self) -> Iterator[tuple[int, Event]]:
         return zip(self._non_message, map(self._store.get, range(len(self._store))), strict=True)
@@ -840,7 +845,7 @@ class Session:
             fresh.append(event)  # type: ignore[arg-type]
             same = of_type.get(kind)
             if same is None:
-                same = of_type[kind] = array("q")
+                same = of_type[kind] = array("i")
             same.append(index)
             if kind not in _PLAIN:
                 if isinstance(event, ParseIssue):

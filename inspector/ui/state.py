@@ -315,13 +315,11 @@ class SessionState:
         )
 
     def event_indices(self) -> array[int]:
-        """The indices of the events that are not messages (walks them all: the session has
-        no cheaper way to list them yet)."""
+        """The indices of the events that are not messages, in order."""
         key = ("events", self.version, len(self.branches))
         cached = self._cache.get(key)
         if cached is None:
-            indices = (i for i, _ in self.session.non_message_events())
-            cached = self._cache[key] = array("q", indices)
+            cached = self._cache[key] = self.session.non_message_indices()
         result: array[int] = cached
         return result
 

@@ -77,7 +77,8 @@ class DashboardScreen(SessionScreen):
             text.append(f"\n{current.tokens:,} tokens ({current.origin.value})")
             if current.peak > current.tokens:
                 text.append(f", peak {current.peak:,} before management")
-            text.append(f"\n{current.messages:,} messages in context")
+            noun = "message" if current.messages == 1 else "messages"
+            text.append(f"\n{current.messages:,} {noun} in context")
             events = [
                 name
                 for name, count in (
