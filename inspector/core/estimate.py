@@ -258,17 +258,45 @@ def _aiagent_parts(message: Message, counter: Counter | None) -> tuple[int, int]
         + AIAGENT_TOOL_CALL_OVERHEAD * len(calls)
     )
 
-    obj: dict[str, object] = {"role": message.role.value, "content": content}
+    # the UTF-8 bytes of ``_js_json({"role", "content", "toolCalls"?, "toolCallId"?})``,
+    # counted without writing the JSON (the content is most of it)
+    size = _JSON_OBJECT_BYTES + _json_string_bytes(message.role.value)
+    size += _JSON_CONTENT_KEY_BYTES + _json_string_bytes(content)
     if calls:
-        obj["toolCalls"] = calls
+        size += _JSON_CALLS_KEY_BYTES + _utf8_len(calls_json)
     if call_id:
-        obj["toolCallId"] = call_id
-    return tokens, _utf8_len(_js_json(obj))
+        size += _JSON_CALL_ID_KEY_BYTES + _json_string_bytes(call_id)
+    return tokens, size
 
 
 def _js_json(value: object) -> str:
     """``JSON.stringify``: compact, non-ASCII kept as is."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+# ``_js_json`` of ``{"role": r, "content": c, ...}``: the braces and '"role":', then ',"content":'
+# and the other keys, each with its comma
+_JSON_OBJECT_BYTES = len('{"role":}')
+_JSON_CONTENT_KEY_BYTES = len(',"content":')
+_JSON_CALLS_KEY_BYTES = len(',"toolCalls":')
+_JSON_CALL_ID_KEY_BYTES = len(',"toolCallId":')
+# the characters ``_js_json`` escapes in a string: every one below U+0020, '"' and '\\'; those
+# below take six bytes (``\\u00XX``) but for the five with a short escape (``\\n``...), which
+# take two, as '"' and '\\' do
+_JSON_ESCAPED = bytes(range(0x20)) + b'"\\'
+_JSON_LONG_ESCAPED = bytes(c for c in range(0x20) if c not in b"\b\t\n\f\r")
+
+
+def _json_string_bytes(text: str) -> int:
+    """``_utf8_len(_js_json(text))`` for a string: its UTF-8 bytes, the quotes, and a byte more
+    per escaped character (five more for a ``\\u00XX`` escape). Escaped characters are ASCII,
+    so they are counted in the UTF-8 bytes, where deleting them is fast."""
+    data = text.encode("utf-8", "surrogatepass")
+    size = len(data)
+    escaped = size - len(data.translate(None, _JSON_ESCAPED))
+    if escaped:
+        escaped += 4 * (size - len(data.translate(None, _JSON_LONG_ESCAPED)))
+    return size + 2 + escaped
 
 
 # --------------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
@@ -321,10 +321,23 @@ class ContextGuard:
         )
 
     def with_targets(self, targets: Iterable[GuardTargetConfig]) -> ContextGuard:
-        return replace(self, targets=tuple(targets))
+        return self._replaced(targets=tuple(targets))
 
     def with_schema(self, tokens: int) -> ContextGuard:
-        return replace(self, schema=tokens)
+        return self._replaced(schema=tokens)
+
+    def with_counters(self, current: int, pending: int, new: int) -> ContextGuard:
+        return self._replaced(current=current, pending=pending, new=new)
+
+    def _replaced(self, **changes: Any) -> ContextGuard:
+        """``dataclasses.replace(self, **changes)``, made faster by copying the fields (a
+        guard has neither ``__post_init__`` nor init-only fields; replay makes several guards
+        per request)."""
+        guard: ContextGuard = object.__new__(type(self))
+        fields = guard.__dict__
+        fields.update(self.__dict__)
+        fields.update(changes)
+        return guard
 
     # -- figures ---------------------------------------------------------------------------
 
@@ -488,12 +501,12 @@ class ContextGuard:
         """Tool preflight: admit ``tokens`` into ``new``, or refuse and force the final turn."""
         evaluation = self.evaluate(tokens)
         if not evaluation.any_blocked:
-            after = replace(self, new=self.new + tokens)
+            after = self._replaced(new=self.new + tokens)
             return ToolReservation(ok=True, tokens=tokens, evaluation=evaluation, guard=after)
         guard = self
         enforced = False
         if not guard.tool_budget_exceeded:
-            guard = replace(guard, tool_budget_exceeded=True).enforce(Trigger.TOOL_PREFLIGHT)
+            guard = guard._replaced(tool_budget_exceeded=True).enforce(Trigger.TOOL_PREFLIGHT)
             enforced = True
         min_limit = evaluation.min_blocked_limit()
         assert min_limit is not None
@@ -511,31 +524,30 @@ class ContextGuard:
 
     def loop_init(self, seed_tokens: int) -> ContextGuard:
         """Step 1: before the first turn, the seed conversation is pending."""
-        return replace(self, current=0, pending=seed_tokens, new=0)
+        return self._replaced(current=0, pending=seed_tokens, new=0)
 
     def before_request(self, ctx_tokens: int | None = None) -> ContextGuard:
         """Step 2: ``current = ctx + pending`` (ctx defaults to current); pending = new = 0."""
         ctx = self.current if ctx_tokens is None else ctx_tokens
-        return replace(self, current=ctx + self.pending, pending=0, new=0)
+        return self._replaced(current=ctx + self.pending, pending=0, new=0)
 
     def after_response(self, usage: Usage | int) -> ContextGuard:
         """Step 3: current = input + cache read + cache write + output; pending = 0."""
         tokens = usage if isinstance(usage, int) else usage.context_after
-        return replace(self, current=tokens, pending=0)
+        return self._replaced(current=tokens, pending=0)
 
     def add_new_tokens(self, tokens: int) -> ContextGuard:
         """Step 4 without a check: the executor adds a failure stub's tokens this way."""
-        return replace(self, new=self.new + tokens)
+        return self._replaced(new=self.new + tokens)
 
     def before_retry(self) -> ContextGuard:
         """Step 5: before the next attempt, pending += new; new = 0."""
-        return replace(self, pending=self.pending + self.new, new=0)
+        return self._replaced(pending=self.pending + self.new, new=0)
 
     def enforce(self, trigger: str = Trigger.TURN_PREFLIGHT) -> ContextGuard:
         """Step 6: force the final turn; pending is committed to current and new is reset."""
         current = self.current + self.pending if self.pending > 0 else self.current
-        return replace(
-            self,
+        return self._replaced(
             current=current,
             pending=0,
             new=0,

@@ -23,6 +23,7 @@ from typing import Any
 from inspector.core.model import (
     Compacted,
     ContextReset,
+    Event,
     FinalTurnForced,
     Message,
     MessageKind,
@@ -45,7 +46,7 @@ from inspector.core.policies.base import (
     Summarizer,
 )
 from inspector.core.profiles import Profile
-from inspector.core.session import MAIN_THREAD, Flag, Session, StepState
+from inspector.core.session import MAIN_THREAD, Flag, MessageRecord, Session, StepState
 from inspector.core.window import Zone
 
 OVERHEAD_ID = "__overhead__"
@@ -287,21 +288,21 @@ def _replay(
     dropped_sizes: dict[str, int] = {}
     pending: list[Decision] = []  # decisions taken in the build-up of the next request
 
-    for raw in session.raw_events():
-        if isinstance(raw, int):
-            rec = session.record(raw)
+    for raw in _acted_on(session):
+        if isinstance(raw, MessageRecord):
+            rec = raw
             if rec.thread != MAIN_THREAD or not rec.flags & Flag.VISIBLE:
                 continue
             if skip_summary and rec.kind is MessageKind.SUMMARY:
                 skip_summary = False
                 continue  # the recording's own compaction summary: the replay writes its own
-            message = session.body(raw)
+            message = session.body(rec.index)
             if rec.id in dropped_sizes:
                 message = _undropped(message, dropped_sizes.pop(rec.id))
                 tokens = estimate(message)
             else:
                 tokens = rec.estimate if reuse_estimates else estimate(message)
-            item = ContextItem(message, tokens, raw)
+            item = ContextItem(message, tokens, rec.index)
             if message.kind is MessageKind.TOOL_RESULT:
                 original = item
                 admitted = policy.admit(item, context.items, profile, estimate)
@@ -385,7 +386,7 @@ def _replay(
                         )
                     )
                     if before is None:
-                        before = list(items)
+                        before = items[:]  # a plain list (a slice copies fast)
                     results.append(ActionRecord(step, before, result))
                     if kind in _REDUCING:
                         saved = max(0, result.tokens_saved)
@@ -439,6 +440,25 @@ def _replay(
     return ReplayResult(
         profile, steps, decisions, recorded, agreement, disagreements, results, list(context.items)
     )
+
+
+# the events replay acts on, besides the messages
+_ACTED_ON: tuple[type[Event], ...] = (RequestSent, Compacted, ContextReset, ToolOutputChanged)
+
+
+def _acted_on(session: Session) -> Iterator[MessageRecord | Event]:
+    """The session's messages (their records) and the events replay acts on, in order; the
+    other events (usage reports, figures, log lines: most of a long session) are not made."""
+    events = session.events_of(*_ACTED_ON)
+    upcoming = next(events, None)
+    for rec in session.records():
+        while upcoming is not None and upcoming[0] < rec.event_index:
+            yield upcoming[1]
+            upcoming = next(events, None)
+        yield rec
+    while upcoming is not None:
+        yield upcoming[1]
+        upcoming = next(events, None)
 
 
 def _unshown(state: StepState | None) -> int:
@@ -512,7 +532,7 @@ def _recorded_reduction(state: StepState | None, recorded_here: list[Decision]) 
 def recorded_decisions(session: Session) -> list[Decision]:
     """What the agent did, as recorded: compactions, applied prunes, drops, final turns."""
     out: list[Decision] = []
-    for index, event in session.non_message_events():
+    for index, event in session.events_of(Compacted, Pruned, FinalTurnForced, ToolOutputChanged):
         if isinstance(event, Compacted):
             if event.thread == MAIN_THREAD and not event.failed:
                 out.append(

@@ -30,8 +30,8 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import accumulate
-from typing import Any
+from itertools import accumulate, chain
+from typing import Any, NamedTuple
 
 from inspector.core.estimate import Counter
 from inspector.core.model import Message, MessageKind, Part, PartType, Role
@@ -72,12 +72,12 @@ def _chars_over_four(text: str) -> int:
     return -(-len(text) // 4)
 
 
+_CONTENT_TYPES = (PartType.TEXT, PartType.TOOL_RESULT, PartType.ATTACHMENT)
+_ERROR_TYPES = (PartType.TEXT, PartType.TOOL_RESULT)  # the parts error lines are read from
+
+
 def _content_texts(message: Message) -> list[str]:
-    return [
-        p.text
-        for p in message.parts
-        if p.type in (PartType.TEXT, PartType.TOOL_RESULT, PartType.ATTACHMENT) and p.text
-    ]
+    return [p.text for p in message.parts if p.type in _CONTENT_TYPES and p.text]
 
 
 def _plain_texts(message: Message) -> list[str]:
@@ -264,8 +264,8 @@ def _is_shell_tool(name: str | None) -> bool:
     return lowered in _SHELL_TOOLS or "bash" in lowered or "shell" in lowered
 
 
-def _command_of(part: Part) -> str | None:
-    parsed, value = _parse_json(part.arguments)
+def _command_in(parsed: bool, value: Any) -> str | None:
+    """The command in a shell tool's arguments (``_parse_json``'s result)."""
     command: Any = None
     if parsed and isinstance(value, dict):
         for key in _COMMAND_KEYS:
@@ -361,20 +361,33 @@ def _error_lines(text: str, is_error: bool) -> list[str]:
     error). A cheap filter first: every word ``_ERROR`` looks for holds one of
     ``_ERROR_WORDS`` in lower case, unless the text holds one of the four non-ASCII letters
     that its case-insensitive part also matches (then every line is tried)."""
-    raw_lines = text.splitlines()
     hits: list[str] = []
     lowered = text.lower()
     folds = any(c in text for c in _FOLDS_TO_ASCII)
     if folds or any(word in lowered for word in _ERROR_WORDS):
         # ``lower`` neither adds nor removes line breaks: the lines pair up
-        for raw, low in zip(raw_lines, lowered.splitlines(), strict=True):
+        for raw, low in zip(text.splitlines(), lowered.splitlines(), strict=True):
             if folds or _may_hold_error(low):
                 hit = _error_hit(raw)
                 if hit:
                     hits.append(hit)
     if not hits and is_error:
-        hits = [line for line in map(_undecorated, raw_lines) if line][:1]
+        hits = [line for line in map(_undecorated, text.splitlines()) if line][:1]
     return hits
+
+
+def _may_repeat(hit: str, text: str, start: int) -> bool:
+    """Whether an earlier line of ``text`` (before ``start``) may make the error line ``hit``
+    too: every word of an error line lies within the raw line it comes from, so not when one of
+    ``hit``'s words appears nowhere before (the longest is tried first, the likeliest)."""
+    words = hit.split(" ")
+    if text.find(max(words, key=len), 0, start) < 0:
+        return False
+    return all(text.find(word, 0, start) >= 0 for word in words)
+
+
+# the line breaks of ``str.splitlines`` in ASCII text, less "\n"
+_ASCII_BREAKS_BUT_LF = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e")
 
 
 def _last_error_lines(text: str, is_error: bool, keep: int) -> list[str]:
@@ -385,6 +398,8 @@ def _last_error_lines(text: str, is_error: bool, keep: int) -> list[str]:
     word of an error line lies within the raw line it comes from); when it does appear before,
     the whole text is read instead.
     """
+    if text.isascii() and not any(c in text for c in _ASCII_BREAKS_BUT_LF):
+        return _last_error_lines_lf(text, is_error, keep)
     lowered = text.lower()
     folds = any(c in text for c in _FOLDS_TO_ASCII)
     if not folds and not any(word in lowered for word in _ERROR_WORDS):
@@ -399,12 +414,60 @@ def _last_error_lines(text: str, is_error: bool, keep: int) -> list[str]:
         hit = _error_hit(raw_lines[index])
         if not hit:
             continue
-        word = max(hit.split(" "), key=len)
-        if hit in found or text.find(word, 0, starts[index]) >= 0:
+        if hit in found or _may_repeat(hit, text, starts[index]):
             return list(dict.fromkeys(_error_lines(text, is_error)))[-keep:]
         found.append(hit)
         if len(found) >= keep:
             break
+    if not found:
+        return _error_lines(text, is_error)
+    found.reverse()
+    return found
+
+
+_LONGEST_ERROR_WORD = max(map(len, _ERROR_WORDS))
+_ERROR_WINDOW = 512  # characters searched for error words at first, from the end
+
+
+def _last_error_lines_lf(text: str, is_error: bool, keep: int) -> list[str]:
+    """``_last_error_lines`` of an ASCII text whose only line break is "\n" (ASCII
+    lower-casing keeps every offset): the lines that may hold an error are found from the end,
+    by the last occurrence of each of ``_ERROR_WORDS`` before the line last read, searched in
+    windows that widen backwards (the text is read only as far back as the lines it needs)."""
+    lowered = text.lower()
+    find = lowered.rfind
+    found: list[str] = []  # newest first
+    # ``last[i]``: the last occurrence of ``_ERROR_WORDS[i]`` in ``[low, bound)`` (-1: none),
+    # where ``bound`` is the start of the line last read and ``[low, len(text))`` is searched
+    low = len(text)
+    bound = low
+    last = [-1] * len(_ERROR_WORDS)
+    window = _ERROR_WINDOW
+    while True:
+        at = max(last)
+        while at < 0 and low > 0:
+            # widen the search; an occurrence may straddle the old edge ``low``
+            high = min(bound, low + _LONGEST_ERROR_WORD - 1)
+            low = max(0, low - window)
+            window *= 2
+            last = [find(word, low, high) for word in _ERROR_WORDS]
+            at = max(last)
+        if at < 0:
+            break
+        start = text.rfind("\n", 0, at) + 1
+        end = text.find("\n", at)
+        hit = _error_hit(text[start:] if end < 0 else text[start:end])
+        if hit:
+            if hit in found or _may_repeat(hit, text, start):
+                return list(dict.fromkeys(_error_lines(text, is_error)))[-keep:]
+            found.append(hit)
+            if len(found) >= keep:
+                break
+        bound = start
+        low = min(low, bound)  # a line longer than the window: nothing searched before it
+        for i, position in enumerate(last):
+            if position >= start:  # in the line just read: look before it
+                last[i] = find(_ERROR_WORDS[i], low, start)
     if not found:
         return _error_lines(text, is_error)
     found.reverse()
@@ -449,11 +512,15 @@ class _Ordered:
             self._lines.pop(line, None)
             self._lines[line] = None
 
-    def extend_distinct(self, lines: Iterable[str]) -> None:
-        """``add`` of lines already in one-line form, non-empty and distinct."""
-        for line in lines:
-            self._lines.pop(line, None)
-            self._lines[line] = None
+    def extend_distinct(self, lines: Sequence[str]) -> None:
+        """``add`` of lines already in one-line form, non-empty and distinct: each moves to
+        the end, in order (all of them taken out first, then put back, comes to the same)."""
+        ordered = self._lines
+        if ordered:
+            pop = ordered.pop
+            for line in lines:
+                pop(line, None)
+        ordered.update(dict.fromkeys(lines))
 
     def lines(self) -> list[str]:
         return list(self._lines)
@@ -487,8 +554,7 @@ def _scanned(text: str) -> str:
     return f"{first}\n{last}"
 
 
-@dataclass(frozen=True)
-class _Facts:
+class _Facts(NamedTuple):
     """What one message contributes to a summary (see ``_message_facts``)."""
 
     kind: str  # "meta" (nothing but its text as an assistant's), "summary" or "message"
@@ -574,44 +640,45 @@ def _message_facts(
     request = ""
     if message.role is Role.USER and message.kind is MessageKind.MESSAGE:
         request = _one_line(" ".join(_plain_texts(message)))
-    files: list[str] = []
+    # the paths found, in pieces; one piece from ``_paths_in`` alone is distinct already
+    pieces: list[list[str]] = []
+    mixed = False  # a piece from a tool call's decoded arguments (not distinct)
     commands: list[str] = []
-    for content in _content_texts(message):
-        content = _scanned(content)
-        files.extend(_paths_in(content))
-        if "$ " in content:
-            commands.extend(match.group(1) for match in _DOLLAR.finditer(content))
+    error_texts: list[tuple[str, bool]] = []  # (scanned text, is_error) of each error source
+    reads_errors = message.role is not Role.SYSTEM and message.role is not Role.DEVELOPER
+    for part in message.parts:
+        if part.type in _CONTENT_TYPES and part.text:
+            content = _scanned(part.text)
+            pieces.append(_paths_in(content))
+            if "$ " in content:
+                commands.extend(match.group(1) for match in _DOLLAR.finditer(content))
+            if reads_errors and part.type in _ERROR_TYPES:
+                error_texts.append((content, part.is_error))
     for call in _tool_calls(message):
         parsed, value = _parse_json(call.arguments)
         if parsed:
+            piece: list[str] = []
             for key, string in _strings(value):
                 if key in _PATH_KEYS and "\n" not in string and 0 < len(string) < 300:
-                    files.append(_one_line(string))
+                    piece.append(_one_line(string))
                 else:
-                    files.extend(_paths_in(_scanned(string)))
+                    piece.extend(_paths_in(_scanned(string)))
+            pieces.append(piece)
+            mixed = True
         elif isinstance(value, str):
-            files.extend(_paths_in(_scanned(value)))
+            pieces.append(_paths_in(_scanned(value)))
         if _is_shell_tool(call.tool_name):
-            command = _command_of(call)
+            command = _command_in(parsed, value)
             if command:
                 commands.append(command)
     errors: tuple[str, ...] = ()
-    if message.role is not Role.SYSTEM and message.role is not Role.DEVELOPER:
-        parts = [
-            part
-            for part in message.parts
-            if part.type in (PartType.TEXT, PartType.TOOL_RESULT) and part.text
-        ]
-        if len(parts) == 1:
-            last = _last_error_lines(
-                _scanned(parts[0].text), parts[0].is_error, _ERRORS_PER_MESSAGE
-            )
-            errors = tuple(last)
-        else:
-            found: list[str] = []
-            for part in parts:
-                found.extend(_error_lines(_scanned(part.text), part.is_error))
-            errors = tuple(list(dict.fromkeys(found))[-_ERRORS_PER_MESSAGE:])
+    if len(error_texts) == 1:
+        errors = tuple(_last_error_lines(*error_texts[0], _ERRORS_PER_MESSAGE))
+    elif error_texts:
+        found: list[str] = []
+        for content, is_error in error_texts:
+            found.extend(_error_lines(content, is_error))
+        errors = tuple(list(dict.fromkeys(found))[-_ERRORS_PER_MESSAGE:])
     decisions: tuple[str, ...] = ()
     if message.role is Role.ASSISTANT:
         decisions = tuple(
@@ -619,16 +686,21 @@ def _message_facts(
             for sentence in _sentences(text)
             if len(sentence) >= _MIN_SENTENCE and _DECISION.search(sentence)
         )
+    if len(pieces) == 1 and not mixed:
+        files = tuple(pieces[0])  # one ``_paths_in``: distinct, none empty
+    else:
+        files = _distinct_lines(chain.from_iterable(pieces), one_line=False)
     return _Facts(
         "message",
-        request=request,
-        files=_distinct_lines(files, one_line=False),
-        commands=_distinct_lines(commands),
-        errors=errors,
-        decisions=decisions,
-        said=said,
-        resolution=resolution,
-        text=text,
+        (),
+        request,
+        files,
+        _distinct_lines(commands) if commands else (),
+        errors,
+        decisions,
+        said,
+        resolution,
+        text,
     )
 
 
@@ -765,90 +837,105 @@ class LocalSummarizer:
         if budget_tokens <= 0:
             return ""
         extracted = _extract(messages, self._facts_of)
-        # one entry per line: (value, -section, position within the section, text); a line's
-        # value is its section's weight plus its recency in the section
-        lines: list[tuple[float, int, int, str]] = []
-        for s_index, section in enumerate(_SECTIONS):
-            items = extracted[section.key]
-            count = len(items)
-            for position, text in enumerate(items):
-                value = section.weight + (position + 1) / (count + 1)
-                if section.key == "task" and position == 0:
-                    value += _FIRST_REQUEST_BONUS
-                lines.append((value, -s_index, position, text))
-        if not lines:
+        sections = [extracted[section.key] for section in _SECTIONS]  # each oldest first
+        texts = list(chain.from_iterable(sections))  # every line, section after section
+        if not texts:
             if not messages:
                 return ""
             # nothing to extract (e.g. a conversation a log does not show): say so, briefly,
             # rather than return nothing, which agents treat as a failed compaction
             note = f"(summary of {len(messages)} messages: no task, file, command or error found)"
             return note if self.measure(note) <= budget_tokens else note[: budget_tokens * 4]
+        # one key per line, as ``texts``: (value, -section, position within the section); a
+        # line's value is its section's weight plus its recency in the section
+        keys: list[tuple[float, int, int]] = []
+        for s_index, (section, items) in enumerate(zip(_SECTIONS, sections, strict=True)):
+            weight, minus, share = section.weight, -s_index, len(items) + 1
+            keys.extend([(weight + (p + 1) / share, minus, p) for p in range(len(items))])
+        if sections[0]:  # the first request (the task is the first section)
+            keys[0] = (keys[0][0] + _FIRST_REQUEST_BONUS, 0, 0)
         # the least valuable first: by value, then the later section, then the older line
-        # (the first three fields never tie, so the text does not decide)
-        order = sorted(range(len(lines)), key=lines.__getitem__)
-        rank = [0] * len(lines)  # a line is dropped when its rank is below the count dropped
+        # (the keys never tie)
+        order = sorted(range(len(keys)), key=keys.__getitem__)
+        rank = [0] * len(keys)  # a line is dropped when its rank is below the count dropped
         for place, index in enumerate(order):
             rank[index] = place
-        bodies: list[list[tuple[int, str]]] = [[] for _ in _SECTIONS]  # (rank, line) in order
-        for i, (_, minus_section, _, text) in enumerate(lines):
-            bodies[-minus_section].append((rank[i], f"- {text}"))
+        bodies: list[list[tuple[int, str]]] = []  # per section: (rank, line) in order
+        start = 0
+        for items in sections:
+            bodies.append(list(zip(rank[start : start + len(items)], items, strict=True)))
+            start += len(items)
 
         def render(dropped: int) -> str:
             blocks: list[str] = []
             for section, entries in zip(_SECTIONS, bodies, strict=True):
                 body = [text for place, text in entries if place >= dropped]
                 if body:
-                    blocks.append("\n".join([section.header, *body]))
+                    blocks.append("\n- ".join([section.header, *body]))  # "- " per line
             return "\n\n".join(blocks)
 
         if self._counter is None:
-            low = self._fewest_dropped(bodies, order, lines, budget_tokens)
-            if low < len(lines):
+            low = self._fewest_dropped(sections, order, keys, texts, budget_tokens)
+            if low < len(keys):
                 return self._remember(render(low), bodies, low)
-            return self._cut(lines[order[-1]][3], budget_tokens)
-        low, high = 0, len(lines)  # the fewest lines to drop so that the text fits
+            return self._cut(texts[order[-1]], budget_tokens)
+        low, high = 0, len(keys)  # the fewest lines to drop so that the text fits
         while low < high:
             middle = (low + high) // 2
             if self.measure(render(middle)) <= budget_tokens:
                 high = middle
             else:
                 low = middle + 1
-        while low < len(lines) and self.measure(render(low)) > budget_tokens:
+        while low < len(keys) and self.measure(render(low)) > budget_tokens:
             low += 1  # a real tokenizer is not always monotone in removed lines
-        if low < len(lines):
+        if low < len(keys):
             return self._remember(render(low), bodies, low)
-        return self._cut(lines[order[-1]][3], budget_tokens)
+        return self._cut(texts[order[-1]], budget_tokens)
 
     def _remember(
         self, summary: str, bodies: Sequence[Sequence[tuple[int, str]]], dropped: int
     ) -> str:
         """Keep what ``summary`` will carry over when it is summarized in turn (its lines are
-        known: no need to read it again)."""
-        kept = (_unlisted(line) for body in bodies for place, line in body if place >= dropped)
-        lines = _distinct_lines(
-            (line for line in kept if line and not line.endswith(":")), one_line=False
-        )
+        known: no need to read it again): ``_carried_over(summary)``.
+
+        A line is rendered as ``"- " + text``, where ``text`` is on one line and not empty
+        (every fact is), so it carries over as ``text`` itself (``_unlisted``), unless it
+        starts with a check box (``[x] ...``) that ``_unlisted`` takes away with the dash.
+        """
+        lines: list[str] = []
+        for body in bodies:
+            for place, text in body:
+                if place < dropped:
+                    continue
+                if text[0] == "[":
+                    text = _unlisted("- " + text)
+                    if not text:
+                        continue
+                if text[-1] != ":":
+                    lines.append(text)
         if len(self._rendered) >= self.RENDERED_SIZE:
             del self._rendered[next(iter(self._rendered))]
-        self._rendered[summary] = lines
+        # each line once, at its latest place (``_distinct_lines``)
+        self._rendered[summary] = tuple(reversed(dict.fromkeys(reversed(lines))))
         return summary
 
     @staticmethod
     def _fewest_dropped(
-        bodies: Sequence[Sequence[tuple[int, str]]],
+        sections: Sequence[Sequence[str]],
         order: Sequence[int],
-        lines: Sequence[tuple[float, int, int, str]],
+        keys: Sequence[tuple[float, int, int]],
+        texts: Sequence[str],
         budget_tokens: int,
     ) -> int:
         """The fewest lines to drop (in ``order``) so that the rendering fits the budget under
         the default measure, a token per four characters: the rendering's length is kept as
         lines are dropped, without rendering (what ``summarize``'s search finds by rendering)."""
-        kept = [len(body) for body in bodies]
-        # a section's block: its header, then "\n" and a line per kept line; blocks are
+        kept = [len(items) for items in sections]
+        # a section's block: its header, then "\n- " and a line per kept line; blocks are
         # separated by "\n\n"
         blocks = [
-            len(section.header) + sum(len(text) + 1 for _, text in body)
-            for section, body in zip(_SECTIONS, bodies, strict=True)
+            len(section.header) + sum(map(len, items)) + 3 * len(items)
+            for section, items in zip(_SECTIONS, sections, strict=True)
         ]
         shown = sum(1 for count in kept if count)
         length = sum(b for b, count in zip(blocks, kept, strict=True) if count) + 2 * (shown - 1)
@@ -856,10 +943,9 @@ class LocalSummarizer:
         for index in order:
             if -(-length // 4) <= budget_tokens:
                 return dropped
-            _, minus_section, _, text = lines[index]
-            section = -minus_section
+            section = -keys[index][1]
             kept[section] -= 1
-            length -= len(text) + 3  # "- " and its line break
+            length -= len(texts[index]) + 3  # "- " and its line break
             if kept[section] == 0:
                 length -= len(_SECTIONS[section].header) + (2 if shown > 1 else 0)
                 shown -= 1

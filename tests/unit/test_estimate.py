@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -10,6 +11,9 @@ from hypothesis import strategies as st
 
 from inspector.core.estimate import (
     ESTIMATORS,
+    _aiagent_parts,
+    _aiagent_tool_calls,
+    _json_string_bytes,
     estimate_message,
     estimate_messages,
     estimate_text,
@@ -251,6 +255,62 @@ def test_aiagent_tool_schema_tokens() -> None:
     assert tool_schema_tokens([]) == 0
     # two tools: max(10 + 10, ceil(92 / 4) = 23) = 23; ceil(23 * 2.09) = ceil(48.07) = 49
     assert tool_schema_tokens(['{"name":"x"}', '{"name":"x"}']) == 49
+
+
+def _aiagent_json(message: Message) -> str:
+    """ai-agent's JSON of one message, written out (what ``_aiagent_parts`` counts the bytes
+    of without writing it)."""
+    obj: dict[str, object] = {
+        "role": message.role.value,
+        "content": "\n".join(
+            p.text for p in message.parts if p.type in (PartType.TEXT, PartType.TOOL_RESULT)
+        ),
+    }
+    calls = _aiagent_tool_calls(message)
+    if calls:
+        obj["toolCalls"] = calls
+    call_id = next(
+        (p.call_id for p in message.parts if p.type is PartType.TOOL_RESULT and p.call_id), None
+    )
+    if call_id:
+        obj["toolCallId"] = call_id
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def test_aiagent_json_bytes_count_every_escape() -> None:
+    # '"' and backslash take two bytes, a newline or a tab two, another control character six
+    assert _json_string_bytes('a"b\\c') == len('"a\\"b\\\\c"')
+    assert _json_string_bytes("\n\t\x01") == len('"\\n\\t\\u0001"')
+    assert _json_string_bytes("é😀") == 2 + 2 + 4
+    assert _json_string_bytes("\ud800") == 2 + 3  # a lone surrogate, as surrogatepass writes it
+    assert _json_string_bytes("") == 2
+    # every character below U+0800 and a few above, one at a time
+    for code in [*range(0x800), 0x2028, 0xD800, 0xFFFF, 0x1F600]:
+        char = chr(code)
+        written = json.dumps(char, ensure_ascii=False).encode("utf-8", "surrogatepass")
+        assert _json_string_bytes(char) == len(written), hex(code)
+
+
+json_texts = st.text(alphabet=st.sampled_from(list('ab"\\\n\t\r\x00\x1f\x7fé\u2028😀{}:,')))
+
+
+@given(
+    st.sampled_from([Role.USER, Role.TOOL, Role.ASSISTANT]),
+    st.lists(
+        st.one_of(
+            json_texts.map(text),
+            st.tuples(json_texts, json_texts).map(lambda t: result(t[0], t[1])),
+            st.tuples(json_texts, st.sampled_from(['{"a": 1.0, "b": ["x\\n"]}', "not json"])).map(
+                lambda t: call(t[0], t[1])
+            ),
+        ),
+        max_size=4,
+    ),
+)
+def test_aiagent_json_bytes_are_those_of_the_written_json(role: Role, parts: list[Part]) -> None:
+    message = Message(id="m", role=role, parts=tuple(parts))
+    written = _aiagent_json(message).encode("utf-8", "surrogatepass")
+    assert _aiagent_parts(message, None)[1] == len(written)
 
 
 # -- exact and chars4 ----------------------------------------------------------------------

@@ -318,3 +318,30 @@ def test_schema_only_overflow_is_never_final(
     g = guard(current=current, pending=pending, new=new, schema=schema)
     if g.base <= 141_808:
         assert g.evaluate_for_provider("anthropic", "claude-sonnet-4-5") is GuardStatus.OK
+
+
+# -- the guard's copies ------------------------------------------------------------------------
+
+
+@given(
+    st.integers(0, 10**6),
+    st.integers(0, 10**6),
+    st.integers(0, 10**6),
+    st.integers(0, 10**4),
+    st.booleans(),
+)
+def test_a_changed_guard_is_what_dataclasses_replace_makes(
+    current: int, pending: int, new: int, schema: int, exceeded: bool
+) -> None:
+    start = guard(SONNET, SMALL, current=5, pending=6, new=7, schema=8)
+    changed = start.with_counters(current, pending, new)
+    assert changed == dataclasses.replace(start, current=current, pending=pending, new=new)
+    assert (start.current, start.pending, start.new) == (5, 6, 7)  # the original is unchanged
+    assert changed.targets is start.targets
+    flagged = changed._replaced(tool_budget_exceeded=exceeded, schema=schema)
+    assert flagged == dataclasses.replace(changed, tool_budget_exceeded=exceeded, schema=schema)
+    assert type(flagged) is ContextGuard and hash(flagged) == hash(
+        dataclasses.replace(changed, tool_budget_exceeded=exceeded, schema=schema)
+    )
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        flagged.current = 1  # type: ignore[misc]

@@ -13,6 +13,8 @@ from inspector.core.model import GuardStatus, Message, MessageKind, Part, PartTy
 from inspector.core.policies.aiagent import (
     POLICY,
     TOOL_NO_OUTPUT,
+    _stub_tokens,
+    _tool_output_tokens,
     guard_for_items,
     truncate_to_bytes,
 )
@@ -280,3 +282,37 @@ def test_truncate_cuts_every_tool_output_over_the_cap() -> None:
 def test_the_policy_needs_the_aiagent_profile() -> None:
     with pytest.raises(ConfigError):
         POLICY.truncate([], GoAgentProfile(), chars4)
+
+
+def test_the_failure_stub_is_estimated_once_per_estimate_function() -> None:
+    seen: list[str] = []
+
+    def counting(message: Message) -> int:
+        seen.append(message.text)
+        return chars4(message) + 1
+
+    expected = _tool_output_tokens(TOOL_NO_OUTPUT, counting)
+    assert expected == -(-len(TOOL_NO_OUTPUT) // 4) + 1
+    seen.clear()
+    assert _stub_tokens(counting) == expected
+    assert _stub_tokens(counting) == expected
+    assert seen == [TOOL_NO_OUTPUT]  # estimated once
+    # another function has its own figure; one that cannot be kept weakly is asked each time
+    assert _stub_tokens(chars4) == -(-len(TOOL_NO_OUTPUT) // 4)
+
+    class Unhashable:
+        __hash__ = None  # type: ignore[assignment]
+
+        def __call__(self, message: Message) -> int:
+            seen.append(message.text)
+            return 3
+
+    seen.clear()
+    unhashable = Unhashable()
+    assert _stub_tokens(unhashable) == 3 and _stub_tokens(unhashable) == 3
+    assert seen == [TOOL_NO_OUTPUT, TOOL_NO_OUTPUT]
+    # a dropped output's stub counts into ``new`` with that figure (the reserved output not)
+    item = it("new", Role.TOOL, 18_300, "y" * 73_000)
+    result = POLICY.admit(item, conversation(2_100), SONNET, counting, reported_context=131_000)
+    assert result is not None and result.action is Action.DROP
+    assert result.details["counters_after"]["new"] == expected == 13

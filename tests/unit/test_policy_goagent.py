@@ -13,6 +13,7 @@ from inspector.core.model import Message, MessageKind, Part, PartType, Role
 from inspector.core.policies.base import Action, ContextItem, ItemStatus, Policy, full_changes
 from inspector.core.policies.goagent import (
     POLICY,
+    _limits,
     context_tokens,
     digest_line,
     heuristic_tool_summary,
@@ -420,3 +421,24 @@ def test_compaction_keeps_the_prompt_and_accounts_for_every_item(
         present = change.id in kept_ids
         assert present == (change.status in (ItemStatus.KEPT, ItemStatus.ARCHIVED))
     assert result.tokens_after == sum(i.tokens for i in result.items)
+
+
+def test_the_figures_a_profile_derives_are_its_own_whichever_profile_came_first() -> None:
+    # each profile's limits are derived once and kept by profile: a second profile, equal in
+    # all but one setting, gets its own (the first one's are not reused for it)
+    wide = GoAgentProfile(context_window=100_000)
+    narrow = GoAgentProfile(context_window=40_000, keep_recent_tokens=30_000)
+    for profile in (wide, narrow, PROFILE, wide):
+        limits = _limits(profile)
+        assert limits == (
+            profile.has_threshold(),
+            profile.threshold(),
+            profile.limit_source(),
+            profile.effective_keep_recent_tokens(),
+        )
+    assert _limits(wide).threshold == 83_616 and _limits(narrow).threshold == 23_616
+    assert _limits(narrow).keep_recent_tokens == 11_808  # half the limit, under the setting
+    assert _limits(GoAgentProfile(max_tokens=0)).active is False
+    items = [user("u", 30_000), assistant("a", 1)]
+    assert POLICY.compact(items, narrow, est, FakeSummarizer()).fired
+    assert not POLICY.compact(items, wide, est, FakeSummarizer()).fired

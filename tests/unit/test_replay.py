@@ -9,14 +9,22 @@ from inspector.config import build_profile
 from inspector.core.model import (
     Compacted,
     ContextMeasured,
+    ContextReset,
     Event,
+    FinalTurnForced,
+    LogLine,
     Message,
     MessageAdded,
     MessageKind,
     Part,
     PartType,
+    Pruned,
     RequestSent,
     Role,
+    ToolOutputAction,
+    ToolOutputChanged,
+    Usage,
+    UsageReported,
 )
 from inspector.core.policies.base import (
     Action,
@@ -31,8 +39,8 @@ from inspector.core.policies.base import (
     unchanged,
 )
 from inspector.core.profiles import Profile
-from inspector.core.replay import Decision, compare, recorded_decisions, replay
-from inspector.core.session import Session
+from inspector.core.replay import Decision, _acted_on, compare, recorded_decisions, replay
+from inspector.core.session import MessageRecord, Session
 
 
 def chars4(message: Message) -> int:
@@ -198,6 +206,64 @@ def test_compare_matches_by_step_and_kind() -> None:
 def test_recorded_decisions_are_placed_at_their_steps() -> None:
     session = recorded_run()
     assert [(d.step, d.kind) for d in recorded_decisions(session)] == [(6, "compaction")]
+
+
+def busy_run() -> Session:
+    """Every kind of event between messages, most of which replay does not act on."""
+    s = Session(estimator=chars4)
+    events: list[Event] = [msg("sys", Role.SYSTEM, 10), LogLine(text="started")]
+    for step in range(1, 6):
+        events += [
+            msg(f"t{step}", Role.TOOL, 100, MessageKind.TOOL_RESULT),
+            UsageReported(usage=Usage(input=100 * step, output=5)),
+            ContextMeasured(tokens=100 * step),
+        ]
+        if step == 2:
+            events.append(Pruned(tokens_before=300, tokens_after=200, reason="old outputs"))
+        if step == 3:
+            events += [
+                Compacted(trigger="auto", retained_ids=()),
+                msg("sum-rec", Role.USER, 10, MessageKind.SUMMARY),
+            ]
+        if step == 4:
+            events += [
+                ToolOutputChanged(action=ToolOutputAction.DROPPED, tokens=50, tool="bash"),
+                FinalTurnForced(projected_tokens=900, limit_tokens=800, reason="budget"),
+                ContextReset(keep_through="sys"),
+            ]
+        events += [RequestSent(), LogLine(text=f"request {step}")]
+    events.append(msg("last", Role.USER, 5))
+    s.append(events)
+    return s
+
+
+def test_replay_reads_the_messages_and_the_events_it_acts_on_in_their_order() -> None:
+    session = busy_run()
+    acted = [
+        ("message", item.index) if isinstance(item, MessageRecord) else ("event", item)
+        for item in _acted_on(session)
+    ]
+    expected = [
+        ("message", raw) if isinstance(raw, int) else ("event", raw)
+        for raw in session.raw_events()
+        if isinstance(raw, int | RequestSent | Compacted | ContextReset | ToolOutputChanged)
+    ]
+    assert acted == expected
+    assert [kind for kind, _ in acted].count("message") == session.message_count == 8
+    assert sum(isinstance(e, RequestSent) for _, e in acted) == 5
+    assert not any(isinstance(e, UsageReported | ContextMeasured | LogLine) for _, e in acted)
+
+
+def test_recorded_decisions_of_every_kind_in_order() -> None:
+    decisions = recorded_decisions(busy_run())
+    assert [(d.step, d.kind) for d in decisions] == [
+        (2, "prune"),
+        (3, "compaction"),
+        (4, "dropped"),
+        (4, "final_turn"),
+    ]
+    assert decisions[0].tokens_before == 300 and decisions[0].tokens_after == 200
+    assert decisions[3].tokens_before == 900 and decisions[3].tokens_after == 800
 
 
 def test_reused_estimates_replay_alike_without_estimating_again() -> None:

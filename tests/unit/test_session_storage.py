@@ -96,7 +96,8 @@ def test_strings_of_few_values_are_kept_once() -> None:
     session = Session()
     threads = ["".join(["ma", "in"]) for _ in range(3)]  # equal, distinct objects
     session.append([RequestSent(thread=t) for t in threads])
-    kept = session._store._columns[0].values["thread"]
+    column = session._store._columns[0].values["thread"]
+    kept = [column[row] for row in range(len(column))]
     assert kept == ["main"] * 3
     assert len({id(t) for t in kept}) == 1
 
@@ -285,3 +286,18 @@ def test_bodies_read_from_several_threads_come_back_whole() -> None:
         thread.join()
     assert errors == []
     assert len(session._bodies) <= 16
+
+
+def test_a_column_of_one_value_turns_into_a_list_when_another_comes() -> None:
+    from inspector.core.packed import _Values
+
+    column = _Values()
+    for value in (None, None, None):
+        column.append(value)
+    assert column._items is None and len(column) == 3 and column[2] is None
+    with pytest.raises(IndexError):
+        column[3]
+    column.append("2026-01-01T00:00:00Z")
+    column.append(None)
+    assert [column[i] for i in range(len(column))] == [None] * 3 + ["2026-01-01T00:00:00Z", None]
+    assert column._items is not None

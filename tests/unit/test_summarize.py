@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from inspector.core import summarize
 from inspector.core.model import Message, MessageKind, Part, PartType, Role
 from inspector.core.summarize import (
     SCAN_HEAD_CHARS,
@@ -15,8 +16,10 @@ from inspector.core.summarize import (
     LocalSummarizer,
     OpenAICompatibleSummarizer,
     SummarizerError,
+    _carried_over,
     _error_lines,
     _last_error_lines,
+    _Ordered,
     _scanned,
     render_conversation,
     summarizer_from_config,
@@ -487,18 +490,151 @@ ERROR_LINES = [
     "src/a.py:1: error in a",
     "",
     "\tError:\tx",
+    # the longest word of these is in the others: only a shorter one tells them apart
+    "module_configuration error in alpha",
+    "module_configuration error in beta",
+    "module_configuration error in alpha!",
+    "a fatal error: module_configuration",
+    "nothing to see in this long line of module_configuration text",
+    "errorless failing panicky words",
 ]
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(st.sampled_from(ERROR_LINES), max_size=14),
+    st.sampled_from(["\n", "\r\n", "\u2028", "\n\n"]),
+    st.booleans(),
+    st.booleans(),
+    st.integers(1, 4),
+    st.sampled_from([1, 3, 8, 40, 512]),
+)
+def test_the_last_error_lines_read_from_the_end_are_the_distinct_last_ones(
+    lines: list[str],
+    separator: str,
+    is_error: bool,
+    trailing: bool,
+    keep: int,
+    window: int,
+) -> None:
+    # ASCII text broken by "\n" alone is read from the end in windows: small ones here make
+    # the search widen, and cross lines longer than a window
+    body = separator.join(lines) + (separator if trailing else "")
+    expected = list(dict.fromkeys(_error_lines(body, is_error)))[-keep:]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(summarize, "_ERROR_WINDOW", window)
+        assert _last_error_lines(body, is_error, keep) == expected
+
+
+def test_the_last_error_lines_of_a_long_output_come_from_its_end() -> None:
+    filler = "\n".join(f"src/mod{i}.py:{i}: all good here" for i in range(400))
+    body = f"src/a.py:1: error one\n{filler}\nsrc/b.py:2: error two\nsrc/c.py:3: error three\n"
+    assert _last_error_lines(body, False, 2) == [
+        "src/b.py:2: error two",
+        "src/c.py:3: error three",
+    ]
+    assert _last_error_lines(body, False, 3) == [
+        "src/a.py:1: error one",
+        "src/b.py:2: error two",
+        "src/c.py:3: error three",
+    ]
+    # the same line twice counts once, at its first place
+    twice = "src/c.py:3: error three\nok\n" + body
+    assert _last_error_lines(twice, False, 3) == [
+        "src/c.py:3: error three",
+        "src/a.py:1: error one",
+        "src/b.py:2: error two",
+    ]
+
+
+# the summarizer's own lines, each made of these: some start with a check box, some end with a
+# colon (``_carried_over`` leaves those out)
+fact_words = st.sampled_from(
+    ["[x]", "[ ]", "[X]", "Error:", "fix", "src/a.py", "$", "done:", "will", "next", "é", "a:"]
+)
+fact_texts = st.lists(fact_words, min_size=1, max_size=5).map(" ".join)
 
 
 @settings(max_examples=300, deadline=None)
 @given(
-    st.lists(st.sampled_from(ERROR_LINES), max_size=12),
-    st.sampled_from(["\n", "\r\n", "\u2028"]),
-    st.booleans(),
+    st.lists(
+        st.tuples(st.sampled_from([Role.USER, Role.ASSISTANT, Role.TOOL]), fact_texts),
+        min_size=1,
+        max_size=10,
+    ),
+    st.integers(1, 200),
 )
-def test_the_last_error_lines_read_from_the_end_are_the_distinct_last_ones(
-    lines: list[str], separator: str, is_error: bool
+def test_what_a_summary_carries_over_is_what_reading_it_again_gives(specs, budget) -> None:
+    messages = [
+        output(body, id=f"r{i}") if role is Role.TOOL else text(role, body, f"m{i}")
+        for i, (role, body) in enumerate(specs)
+    ]
+    summarizer = LocalSummarizer()
+    summary = summarizer.summarize(messages, budget)
+    if summary in summarizer._rendered:
+        assert summarizer._rendered[summary] == _carried_over(summary)
+    # and summarizing the summary reads the same lines with or without what was kept
+    earlier = Message(
+        id="s",
+        role=Role.USER,
+        kind=MessageKind.SUMMARY,
+        parts=(Part(type=PartType.TEXT, text="[Summary]\n" + summary),),
+    )
+    again = summarizer.summarize([earlier, *messages[-1:]], 4_000)
+    assert again == LocalSummarizer().summarize([earlier, *messages[-1:]], 4_000)
+
+
+class FourChars:
+    """The default measure as a counter: ``summarize`` then searches by rendering."""
+
+    def count(self, text: str) -> int:
+        return -(-len(text) // 4)
+
+
+@settings(max_examples=200, deadline=None)
+@given(message_specs, st.integers(1, 300))
+def test_the_lines_dropped_without_rendering_are_those_a_rendering_search_drops(
+    specs, budget
 ) -> None:
-    body = separator.join(lines)
-    expected = list(dict.fromkeys(_error_lines(body, is_error)))[-3:]
-    assert _last_error_lines(body, is_error, 3) == expected
+    messages = [
+        output(body, id=f"r{i}") if role is Role.TOOL else text(role, body, f"m{i}")
+        for i, (role, body) in enumerate(specs)
+    ]
+    counted = LocalSummarizer(FourChars()).summarize(messages, budget)
+    assert LocalSummarizer().summarize(messages, budget) == counted
+
+
+names = st.text(alphabet=st.sampled_from(list("abcdefghijklmnop")), min_size=1, max_size=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(names, min_size=1, max_size=30), st.integers(1, 400))
+def test_many_lines_dropped_without_rendering_are_those_a_rendering_search_drops(
+    stems, budget
+) -> None:
+    # many distinct lines (a file, a command and an error per output), so that many are dropped
+    messages: list[Message] = []
+    for i, stem in enumerate(stems):
+        messages.append(call("bash", {"command": f"pytest tests/test_{stem}.py"}, f"c{i}"))
+        messages.append(output(f"src/{stem}/mod{i}.py:{i}: error {stem} failed", id=f"r{i}"))
+    counted = LocalSummarizer(FourChars()).summarize(messages, budget)
+    assert LocalSummarizer().summarize(messages, budget) == counted
+
+
+SESSION_SUMMARY_CHECK = LocalSummarizer(FourChars()).summarize(SESSION, 120)
+
+
+def test_a_counter_with_the_default_measure_drops_the_same_lines() -> None:
+    assert LocalSummarizer().summarize(SESSION, 120) == SESSION_SUMMARY_CHECK
+    assert "Task (what the user asked):" in SESSION_SUMMARY_CHECK
+    assert FourChars().count(SESSION_SUMMARY_CHECK) <= 120
+
+
+@given(st.lists(st.lists(st.sampled_from(list("abcdefg")), max_size=6, unique=True), max_size=6))
+def test_ordered_lines_move_to_the_end_in_batches_as_one_by_one(batches) -> None:
+    batch, single = _Ordered(), _Ordered()
+    for lines in batches:
+        batch.extend_distinct(lines)
+        for line in lines:
+            single.add(line)
+    assert batch.lines() == single.lines()

@@ -40,8 +40,8 @@ the sum of the per-message maxima; reported usage, when given, makes ``current``
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any, Literal
+from weakref import WeakKeyDictionary
 
 from inspector.core.guard import (
     DEFAULT_TARGET,
@@ -151,6 +151,22 @@ def _tool_output_tokens(text: str, estimate: Estimate) -> int:
     )
 
 
+# ``_tool_output_tokens(TOOL_NO_OUTPUT, estimate)`` by estimate function (estimates are pure):
+# replay adds the failure stub for every refused output
+_STUB_TOKENS: WeakKeyDictionary[Estimate, int] = WeakKeyDictionary()
+
+
+def _stub_tokens(estimate: Estimate) -> int:
+    """The failure stub's reservation estimate, once per estimate function."""
+    try:
+        return _STUB_TOKENS[estimate]
+    except KeyError:
+        tokens = _STUB_TOKENS[estimate] = _tool_output_tokens(TOOL_NO_OUTPUT, estimate)
+        return tokens
+    except TypeError:  # a function that cannot be referenced weakly, or hashed
+        return _tool_output_tokens(TOOL_NO_OUTPUT, estimate)
+
+
 def guard_for_items(
     items: Sequence[ContextItem],
     profile: Profile,
@@ -189,8 +205,8 @@ def guard_for_items(
     current = reported_context if reported_context is not None else visible_total(items) - after
     others = after - tools
     if phase == "tool":
-        return replace(guard, current=current, pending=others, new=tools)
-    return replace(guard, current=current, pending=others + tools, new=0)
+        return guard.with_counters(current, others, tools)
+    return guard.with_counters(current, others + tools, 0)
 
 
 def _limit_of(blocked_limit: int | None, guard: ContextGuard) -> int:
@@ -313,7 +329,7 @@ class AiAgentPolicy:
         new_message = replace_text(item.message, TOOL_NO_OUTPUT)
         new_tokens = estimate(new_message)
         # The executor adds the failure stub's own tokens to ``new`` after the refusal.
-        after = guard.add_new_tokens(_tool_output_tokens(TOOL_NO_OUTPUT, estimate))
+        after = guard.add_new_tokens(_stub_tokens(estimate))
         details.update(
             {
                 "final_bytes": _utf8_len(TOOL_NO_OUTPUT),
@@ -442,7 +458,7 @@ class AiAgentPolicy:
             policy=NAME,
             fired=True,
             reason=reason,
-            items=list(items),
+            items=items[:] if isinstance(items, list) else list(items),  # a list copies fast
             changes=[],
             tokens_before=tokens,
             tokens_after=tokens,

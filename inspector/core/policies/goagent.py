@@ -36,7 +36,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from inspector.core.model import Message, MessageKind, Part, PartType, Role
 from inspector.core.policies.base import (
@@ -318,6 +318,35 @@ def context_tokens(
     return sum(m.tokens for m in messages if m.message.visible), "estimated", None
 
 
+class _Limits(NamedTuple):
+    """What a profile derives for the trigger and the split (each call builds its window)."""
+
+    active: bool  # has_threshold()
+    threshold: int
+    source: str  # limit_source()
+    keep_recent_tokens: int  # effective_keep_recent_tokens()
+
+
+# by profile (a profile is frozen: what it derives does not change); replay asks every request
+_LIMITS: dict[int, tuple[GoAgentProfile, _Limits]] = {}
+
+
+def _limits(profile: GoAgentProfile) -> _Limits:
+    found = _LIMITS.get(id(profile))
+    if found is not None and found[0] is profile:
+        return found[1]
+    limits = _Limits(
+        profile.has_threshold(),
+        profile.threshold(),
+        profile.limit_source(),
+        profile.effective_keep_recent_tokens(),
+    )
+    if len(_LIMITS) >= 64:
+        _LIMITS.clear()
+    _LIMITS[id(profile)] = (profile, limits)
+    return limits
+
+
 def should_compact(
     messages: Sequence[ContextItem],
     profile: GoAgentProfile,
@@ -326,16 +355,17 @@ def should_compact(
     """``ShouldCompact`` and its figures: tokens ≥ the effective limit, else the message count
     ≥ ``max_messages`` when there is no token limit."""
     tokens, origin, anchor = context_tokens(messages, reported)
+    limits = _limits(profile)
     details: dict[str, Any] = {
         "context_tokens": tokens,
         "tokens_origin": origin,
         "usage_anchor": anchor,
-        "limit_source": profile.limit_source(),
+        "limit_source": limits.source,
         "messages": len(messages),
         "auto_compact": profile.auto_compact,
     }
-    if profile.has_threshold():
-        limit = profile.threshold()
+    if limits.active:
+        limit = limits.threshold
         details["limit"] = limit
         return profile.auto_compact and tokens >= limit, details
     details["limit"] = None
@@ -637,7 +667,7 @@ class GoAgentPolicy:
         if not messages:
             return unchanged(Action.COMPACT, NAME, items, "no messages to compact", **figures)
 
-        keep_tokens = profile.effective_keep_recent_tokens()
+        keep_tokens = _limits(profile).keep_recent_tokens
         figures["keep_recent_tokens"] = keep_tokens
         if keep_tokens > 0:
             sizes = [m.tokens if m.message.visible else 0 for m in messages]
