@@ -1,0 +1,52 @@
+"""Reading records back by byte span through the kept-open descriptors."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from inspector.sources import reader
+from inspector.sources.reader import read_span
+
+
+def test_a_span_reads_exactly_its_bytes(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b"first line\nsecond line\n")
+    assert read_span(path, 11, 6) == b"second"
+    assert read_span(path, 0, 5) == b"first"
+    assert read_span(path, 20, 100) == b"ne\n"  # past the end: what there is
+
+
+def test_a_file_replaced_at_the_same_path_is_read_anew(tmp_path: Path) -> None:
+    path = tmp_path / "live.log"
+    path.write_bytes(b"old content that is long enough\n")
+    assert read_span(path, 0, 3) == b"old"
+    fresh = tmp_path / "fresh.log"
+    fresh.write_bytes(b"new content that is long enough\n")
+    os.replace(fresh, path)  # rotation by rename: another file at the path
+    assert read_span(path, 0, 3) == b"new"
+
+
+def test_a_file_truncated_and_rewritten_in_place_is_read_as_it_is_now(tmp_path: Path) -> None:
+    path = tmp_path / "copytrunc.log"
+    path.write_bytes(b"aaaa\nbbbb\n")
+    assert read_span(path, 5, 4) == b"bbbb"
+    with path.open("r+b") as fh:
+        fh.truncate(0)
+        fh.write(b"cccc\ndddd\n")
+    assert read_span(path, 5, 4) == b"dddd"
+
+
+def test_only_a_few_descriptors_stay_open(tmp_path: Path) -> None:
+    files = reader._OpenFiles(3)
+    paths = []
+    for n in range(6):
+        path = tmp_path / f"f{n}.log"
+        path.write_bytes(f"file {n}\n".encode())
+        paths.append(path)
+        assert files.read(path, 5, 1) == str(n).encode()
+    assert len(files._fds) == 3
+    assert list(files._fds) == [str(p) for p in paths[3:]]
+    assert files.read(paths[0], 0, 4) == b"file"  # an evicted one opens again
+    files.close_all()
+    assert not files._fds
