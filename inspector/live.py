@@ -280,6 +280,7 @@ def _session_like(old: Session) -> Session:
         counter=old.counter,
         count_exact=old.count_exact,
         body_reader=old.body_reader,
+        pack_events=old._store.pack,
     )
     for info in old.sources:
         new.add_source(info.path, info.format)
@@ -311,6 +312,7 @@ def open_live(
         estimator=estimate,
         counter=counter,
         count_exact=count_exact and counter.info.exact,
+        pack_events=True,  # a followed run grows for as long as it runs
     )
     session.add_source(str(path), spec.name)
     if reads_whole(spec):

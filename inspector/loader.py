@@ -63,17 +63,19 @@ class LoadedSession:
 
 
 @contextmanager
-def collector_paused() -> Iterator[None]:
+def collector_paused(*, collect: bool = False) -> Iterator[None]:
     """Pause Python's cyclic garbage collector while a session is read, then move what was
     read out of its way. Reading creates millions of long-lived objects and no cycles; left
     running, the collector rescans all of them again and again, and reading a large file
-    slows down more than linearly."""
+    slows down more than linearly. ``collect``: collect the few cycles reading made before
+    freezing (worth it for a session kept open; a session read once is let go anyway)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        gc.collect()  # the few cycles reading made (parsers, closures) go first
+        if collect:
+            gc.collect()  # the few cycles reading made (parsers, closures) go first
         gc.freeze()  # what was read lives as long as the session: never rescan it
         if was_enabled:
             gc.enable()
@@ -109,9 +111,11 @@ def new_session(
     count_exact: bool,
     body_reader: Callable[[SourceSpan], Sequence[Message]] | None = None,
     tokenize: bool = True,
+    compact: bool = False,
 ) -> Session:
     """A session estimating with the profile's rule; with ``tokenize`` off, a rule that counts
-    with a tokenizer falls back to characters / 4 (``stats --no-exact``: nothing is loaded)."""
+    with a tokenizer falls back to characters / 4 (``stats --no-exact``: nothing is loaded).
+    ``compact``: the session is kept open (the dashboard): its events are packed."""
     estimator_counter = counter if tokenize else None
     session = Session(
         estimator=lambda message: profile.estimate(message, estimator_counter),
@@ -119,6 +123,7 @@ def new_session(
         count_exact=count_exact and counter.info.exact,
         body_reader=body_reader,
         estimate_chars=chars_estimate(profile, estimator_counter),
+        pack_events=compact,
     )
     session.tokenized = tokenize or session.count_exact
     return session

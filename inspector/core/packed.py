@@ -31,8 +31,7 @@ _USAGE_COUNTS = ("input", "cache_read", "cache_write", "output", "reasoning")
 # string fields with few distinct values, kept once per store
 _INTERNED = frozenset({"thread", "model", "level", "tag", "label"})
 _NO_TOTAL = -(2**63)
-_INT64 = range(-(2**63) + 1, 2**63)
-_SOURCES = range(0, 2**15)
+_SOURCE_LIMIT = 2**15
 
 _new = object.__new__
 _setattr = object.__setattr__
@@ -61,31 +60,6 @@ def build(cls: type[Any], data: dict[str, Any], fields: set[str]) -> Any:
 
 def _plain(model: Any) -> bool:
     return model.__pydantic_extra__ is None and model.__pydantic_private__ is None
-
-
-def _span_fits(span: Any) -> bool:
-    if span is None:
-        return True
-    if type(span) is not SourceSpan or not _plain(span):
-        return False
-    values = span.__dict__
-    return (
-        tuple(values) == ("source", "offset", "length", "line")
-        and all(type(v) is int and v in _INT64 for v in values.values())
-        and span.source in _SOURCES
-    )
-
-
-def _usage_fits(usage: Any) -> bool:
-    if type(usage) is not Usage or not _plain(usage):
-        return False
-    values = usage.__dict__
-    if tuple(values) != _USAGE_NAMES or type(values["input_includes_cache"]) is not bool:
-        return False
-    total = values["total"]
-    if total is not None and not (type(total) is int and total in _INT64):
-        return False
-    return all(type(values[n]) is int and values[n] in _INT64 for n in _USAGE_COUNTS)
 
 
 _UNSET = object()
@@ -134,14 +108,25 @@ class _UsageColumns:
         self.includes = array("B")
 
     def add(self, usage: Usage) -> int:
+        """Keep ``usage``: its row. Raises OverflowError or TypeError (nothing kept) when a
+        number does not fit."""
         values = usage.__dict__
-        self.fields_set.append(shared_set(usage.__pydantic_fields_set__))
-        for name, column in self.counts.items():
-            column.append(values[name])
+        row = len(self.includes)
         total = values["total"]
-        self.total.append(_NO_TOTAL if total is None else total)
+        try:
+            for name, column in self.counts.items():
+                column.append(values[name])
+            self.total.append(_NO_TOTAL if total is None else total)
+        except (OverflowError, TypeError):
+            self.truncate(row)
+            raise
         self.includes.append(values["input_includes_cache"])
-        return len(self.includes) - 1
+        self.fields_set.append(shared_set(usage.__pydantic_fields_set__))
+        return row
+
+    def truncate(self, row: int) -> None:
+        for column in (*self.counts.values(), self.total, self.includes):
+            del column[row:]
 
     def get(self, row: int) -> Usage:
         total = self.total[row]
@@ -170,36 +155,69 @@ class _Columns:
         self.usage_row = array("i")
 
     def fits(self, event: Any) -> bool:
+        """Whether ``event`` has the shape the columns keep (its numbers are checked as they
+        go in: ``add`` says when one does not fit)."""
+        if not _plain(event):
+            return False
+        values = event.__dict__
+        if len(values) != len(self.names):
+            return False
+        span = values.get("span")
+        if span is not None and (
+            type(span) is not SourceSpan
+            or not _plain(span)
+            or type(span.source) is not int
+            or not 0 <= span.source < _SOURCE_LIMIT
+        ):
+            return False
+        if self.usage is None:
+            return True
+        usage = values.get("usage")
         return (
-            _plain(event)
-            and tuple(event.__dict__) == self.names
-            and _span_fits(event.span)
-            and (self.usage is None or _usage_fits(event.usage))
+            type(usage) is Usage
+            and _plain(usage)
+            and type(usage.input_includes_cache) is bool
+            and (usage.total is None or (type(usage.total) is int and usage.total != _NO_TOTAL))
         )
 
-    def add(self, event: Any, strings: dict[str, str]) -> int:
-        """Keep ``event`` (which ``fits``); its row."""
+    def add(self, event: Any, strings: dict[str, str]) -> int | None:
+        """Keep ``event`` (which ``fits``): its row, or None (and nothing kept) when one of its
+        numbers does not fit a column."""
+        row = len(self.source)
         values = event.__dict__
+        try:
+            span = values["span"]
+            if span is None:
+                self.source.append(-1)
+                self.offset.append(0)
+                self.length.append(0)
+                self.line.append(0)
+            else:
+                self.source.append(span.source)
+                self.offset.append(span.offset)
+                self.length.append(span.length)
+                self.line.append(span.line)
+            if self.usage is not None:
+                self.usage_row.append(self.usage.add(values["usage"]))
+        except (OverflowError, TypeError):
+            self._truncate(row)
+            return None
         self.fields_set.append(shared_set(event.__pydantic_fields_set__))
-        span = values["span"]
-        if span is None:
-            self.source.append(-1)
-            self.offset.append(0)
-            self.length.append(0)
-            self.line.append(0)
-        else:
-            self.source.append(span.source)
-            self.offset.append(span.offset)
-            self.length.append(span.length)
-            self.line.append(span.line)
+        columns = self.values
         for name in self.objects:
             value = values[name]
             if name in _INTERNED and type(value) is str:
                 value = strings.setdefault(value, value)
-            self.values[name].append(value)
+            columns[name].append(value)
+        return row
+
+    def _truncate(self, row: int) -> None:
+        for column in (self.source, self.offset, self.length, self.line):
+            del column[row:]
         if self.usage is not None:
-            self.usage_row.append(self.usage.add(values["usage"]))
-        return len(self.fields_set) - 1
+            if len(self.usage_row) > row:
+                del self.usage_row[row:]
+            self.usage.truncate(len(self.usage_row))
 
     def get(self, row: int) -> Any:
         data: dict[str, Any] = {}
@@ -234,9 +252,11 @@ _SPAN_SET = shared_set({"source", "offset", "length", "line"})
 
 
 class EventStore:
-    """Events in the order they were added; ``get(k)`` is the k-th one."""
+    """Events in the order they were added; ``get(k)`` is the k-th one. With ``pack`` off,
+    every event is kept as given (quicker to add, for sessions read once and let go)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, pack: bool = True) -> None:
+        self.pack = pack
         self._given: dict[int, Event] = {}  # the events kept as given, by position
         self._kind = array("b")  # the packed class's code, -1 when kept as given
         self._row = array("i")
@@ -247,13 +267,15 @@ class EventStore:
         return len(self._kind)
 
     def add(self, event: Event) -> None:
-        code = _CODE.get(type(event), -1)
+        code = _CODE.get(type(event), -1) if self.pack else -1
         if code >= 0:
             columns = self._columns[code]
             if columns.fits(event):
-                self._row.append(columns.add(event, self._strings))
-                self._kind.append(code)
-                return
+                row = columns.add(event, self._strings)
+                if row is not None:
+                    self._row.append(row)
+                    self._kind.append(code)
+                    return
         self._given[len(self._kind)] = event
         self._row.append(-1)
         self._kind.append(-1)

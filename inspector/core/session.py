@@ -558,7 +558,10 @@ class Session:
         body_reader: BodyReader | None = None,
         cache_size: int = BODY_CACHE_SIZE,
         estimate_chars: CharsEstimator | None = None,
+        pack_events: bool = False,
     ) -> None:
+        """``pack_events``: keep the frequent plain events column by column (``EventStore``),
+        for a session kept open (the dashboard, a followed file), at some cost in reading."""
         self.estimator: Estimator = estimator or _chars4
         # ``estimator`` as a function of ``len(message.text)``, when that is all it depends on:
         # lets a ``MessageEntry`` be estimated without its body.
@@ -574,7 +577,7 @@ class Session:
         # Every event as a code: a message event is its table index (>= 0); any other event
         # is ``-1 - k`` for ``self._store.get(k)``.
         self._events = array("i")
-        self._store = EventStore()
+        self._store = EventStore(pack=pack_events)
         self._non_message = array("i")  # indices of the events that are not messages
         self._of_type: dict[type, array[int]] = {}  # the same, by event class
         self._inline: dict[int, Message] = {}

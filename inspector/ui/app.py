@@ -144,14 +144,19 @@ class InspectorApp(App[None]):
             return parser.messages_at(read_span(path, span.offset, span.length), span)
 
         session = new_session(
-            profile, counter, count_exact=False, body_reader=read_back, tokenize=False
+            profile,
+            counter,
+            count_exact=False,
+            body_reader=read_back,
+            tokenize=False,
+            compact=True,
         )
         session.add_source(str(path), spec.name)
         loaded = LoadedSession(session, path, spec, profile, counter, parser, paths=[path])
         state = SessionState(loaded)
         exact = counter.info.exact
         self.call_from_thread(self._loaded, [state])
-        with collector_paused():
+        with collector_paused(collect=True):
             self._feed(path, parser, state, counter, exact)
         session.tokenized = True
         state.loaded.profile = calibrate(profile, session)

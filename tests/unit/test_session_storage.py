@@ -53,7 +53,7 @@ PLAIN: list[Event] = [
 
 @pytest.mark.parametrize("event", PLAIN, ids=lambda e: type(e).__name__)
 def test_a_packed_event_comes_back_equal_field_for_field(event: Event) -> None:
-    session = Session()
+    session = Session(pack_events=True)
     session.append([_message("u1"), event, _message("u2")])
     back = session.event(1)
     assert type(back) is type(event)
@@ -71,7 +71,7 @@ def test_a_packed_event_comes_back_equal_field_for_field(event: Event) -> None:
 
 
 def test_events_that_are_not_packed_are_kept_as_given() -> None:
-    session = Session()
+    session = Session(pack_events=True)
     prune = Pruned(message_ids=("u1",), tokens_before=10, tokens_after=2)
     span_elsewhere = RequestSent(span=SourceSpan(source=-1, offset=0, length=0, line=0))
     session.append([_message("u1"), prune, span_elsewhere])
@@ -82,7 +82,7 @@ def test_events_that_are_not_packed_are_kept_as_given() -> None:
 
 def test_steps_carry_the_reported_usage() -> None:
     usage = Usage(input=300, cache_read=1200, output=40)
-    session = Session()
+    session = Session(pack_events=True)
     session.append([_message("u1"), RequestSent(), UsageReported(usage=usage)])
     step = session.steps[0]
     assert step.usage == usage
@@ -93,7 +93,7 @@ def test_steps_carry_the_reported_usage() -> None:
 
 
 def test_strings_of_few_values_are_kept_once() -> None:
-    session = Session()
+    session = Session(pack_events=True)
     threads = ["".join(["ma", "in"]) for _ in range(3)]  # equal, distinct objects
     session.append([RequestSent(thread=t) for t in threads])
     column = session._store._columns[0].values["thread"]
@@ -116,7 +116,7 @@ def test_the_live_set_keeps_index_order_and_its_count() -> None:
 
 
 def test_the_id_index_is_built_on_first_use_and_kept_up_to_date() -> None:
-    session = Session()
+    session = Session(pack_events=True)
     session.append([_message("a"), _message("b")])
     assert session.table._index_of is None
     assert session.table.index_of == {"a": 0, "b": 1}
@@ -125,7 +125,7 @@ def test_the_id_index_is_built_on_first_use_and_kept_up_to_date() -> None:
 
 
 def test_a_prune_finds_its_message_by_id_after_packed_events() -> None:
-    session = Session()
+    session = Session(pack_events=True)
     body = "x" * 4000
     events: list[Any] = [_message("u1"), _message("t1", body), RequestSent()]
     events += [UsageReported(usage=Usage(input=2000)), Pruned(message_ids=("t1",))]
@@ -137,14 +137,14 @@ def test_a_prune_finds_its_message_by_id_after_packed_events() -> None:
 
 
 def test_an_absurd_reported_figure_is_clamped_not_an_error() -> None:
-    session = Session()
+    session = Session(pack_events=True)
     event = _message("u1").model_copy(update={"tokens": 10**12})
     session.append([event])
     assert session.record(0).reported == 2**31 - 1
 
 
 def _grown_session() -> Session:
-    session = Session()
+    session = Session(pack_events=True)
     events: list[Any] = [_message("s0", "system prompt " * 20)]
     for n in range(1, 6):
         events += [_message(f"u{n}", "question " * (10 * n)), RequestSent(request_id=f"r{n}")]
@@ -194,7 +194,7 @@ def test_a_step_read_back_is_a_copy() -> None:
 
 def test_usage_that_does_not_fit_the_columns_is_kept_as_given() -> None:
     huge = Usage(input=2**70, output=1)  # beyond 64 bits
-    session = Session()
+    session = Session(pack_events=True)
     session.append([_message("u1"), RequestSent(), UsageReported(usage=huge)])
     assert not session._store.packed(1)
     assert session.steps[0].usage == huge
@@ -221,7 +221,7 @@ def test_a_log_of_figures_alone_ends_at_its_last_request() -> None:
     of their own: the final context is the last figure, not an empty estimate."""
     from inspector.core.model import LogLine
 
-    session = Session()
+    session = Session(pack_events=True)
     session.append(
         [
             ContextMeasured(tokens=5380, label="compaction"),
@@ -241,7 +241,7 @@ def test_a_log_of_figures_alone_ends_at_its_last_request() -> None:
 
 
 def test_a_message_after_the_last_request_opens_a_step() -> None:
-    session = Session()
+    session = Session(pack_events=True)
     session.append([_message("u1"), RequestSent(), UsageReported(usage=Usage(input=50))])
     assert session.step_count() == 1
     session.append([_message("a1", "the answer")])
@@ -301,3 +301,31 @@ def test_a_column_of_one_value_turns_into_a_list_when_another_comes() -> None:
     column.append(None)
     assert [column[i] for i in range(len(column))] == [None] * 3 + ["2026-01-01T00:00:00Z", None]
     assert column._items is not None
+
+
+def test_a_span_number_too_large_keeps_the_event_as_given_and_the_columns_aligned() -> None:
+    huge_span = SourceSpan(source=0, offset=2**64, length=1, line=1)
+    events: list[Any] = [
+        RequestSent(request_id="a", span=_span(1)),
+        RequestSent(request_id="b", span=huge_span),
+        RequestSent(request_id="c", span=_span(3)),
+    ]
+    session = Session(pack_events=True)
+    session.append(events)
+    store = session._store
+    assert [store.packed(k) for k in range(3)] == [True, False, True]
+    assert [session.event(i) for i in range(3)] == events
+
+
+def test_packed_and_unpacked_sessions_hold_the_same() -> None:
+    events: list[Any] = [_message("s0", "system " * 30)]
+    for n in range(1, 30):
+        events += [_message(f"u{n}", "ask " * n), RequestSent(request_id=f"r{n}", span=_span(n))]
+        events += [UsageReported(usage=Usage(input=100 * n, output=n), span=_span(n))]
+        events += [LogLine(text=f"line {n}", level="info"), ContextMeasured(tokens=90 * n)]
+    packed, plain = Session(pack_events=True), Session()
+    packed.append(events)
+    plain.append(events)
+    assert plain._store.packed(0) is False and packed._store.packed(0) is True
+    assert list(packed.events()) == list(plain.events()) == events
+    assert packed.all_steps() == plain.all_steps()
