@@ -522,6 +522,20 @@ def test_real_stderr(corpus: Path) -> None:
     assert sorted({e.span.line for e in got if e.span}) == lines
 
 
+def test_real_stderr_final_context_is_the_last_printed_figure(corpus: Path) -> None:
+    """A log of figures alone ends at its last request: the lines after it (the loop's closing
+    lines) are no step of their own, so the final context is the last "Context:" figure."""
+    from inspector.config import build_profile
+    from inspector.loader import open_inputs
+
+    path = corpus.joinpath(*REAL, "run.stderr.log")
+    printed = re.findall(r"\[compaction\] Context: (\d+) tokens", path.read_text())
+    loaded = open_inputs([path], lambda spec: build_profile(None, default=spec.default_profile))
+    steps = loaded[0].session.all_steps()
+    assert [s.tokens for s in steps] == [int(n) for n in printed]
+    assert steps[-1].tokens == int(printed[-1]) == 6846
+
+
 def test_real_stdout(corpus: Path) -> None:
     path = corpus.joinpath(*REAL, "run.stdout.jsonl")
     assert registry.detect(path).name == "baseagent-events"
