@@ -724,12 +724,15 @@ class Session:
         return message
 
     def _read_body(self, index: int) -> Message:
-        rec = self.record(index)
-        if rec.span is not None and self.body_reader is not None:
-            for message in self.body_reader(rec.span):
-                if message.id == rec.id:
+        t = self.table
+        mid = t.ids[index]
+        source = t.source[index]
+        if source >= 0 and self.body_reader is not None:
+            span = _span(source, t.offset[index], t.length[index], t.line[index])
+            for message in self.body_reader(span):
+                if message.id == mid:
                     return message
-        return Message(id=rec.id, role=rec.role, kind=rec.kind)
+        return Message(id=mid, role=_ROLES[t.role[index]], kind=_KINDS[t.kind[index]])
 
     def _message_event(self, index: int) -> MessageAdded:
         rec = self.record(index)
