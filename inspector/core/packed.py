@@ -58,6 +58,30 @@ def build(cls: type[Any], data: dict[str, Any], fields: set[str]) -> Any:
     return model
 
 
+_SPAN_SET = shared_set({"source", "offset", "length", "line"})
+_span_checked: list[bool] = []  # whether building spans without validation gives the same
+
+
+def make_span(source: int, offset: int, length: int, line: int) -> SourceSpan:
+    """``SourceSpan(source=..., offset=..., length=..., line=...)`` without validation (one per
+    input line and per body read back). Checked once against the validating constructor; on a
+    difference it validates from then on."""
+    if _span_checked and not _span_checked[0]:
+        return SourceSpan(source=source, offset=offset, length=length, line=line)
+    data = {"source": source, "offset": offset, "length": length, "line": line}
+    span: SourceSpan = build(SourceSpan, data, _SPAN_SET)
+    if not _span_checked:
+        reference = SourceSpan(**data)
+        _span_checked.append(
+            span == reference
+            and repr(span) == repr(reference)
+            and span.model_fields_set == reference.model_fields_set
+        )
+        if not _span_checked[0]:
+            return reference
+    return span
+
+
 def _plain(model: Any) -> bool:
     return model.__pydantic_extra__ is None and model.__pydantic_private__ is None
 
@@ -227,16 +251,7 @@ class _Columns:
                 data[name] = (
                     None
                     if source < 0
-                    else build(
-                        SourceSpan,
-                        {
-                            "source": source,
-                            "offset": self.offset[row],
-                            "length": self.length[row],
-                            "line": self.line[row],
-                        },
-                        _SPAN_SET,
-                    )
+                    else make_span(source, self.offset[row], self.length[row], self.line[row])
                 )
             elif name == "type":
                 data[name] = self.type_value
@@ -246,9 +261,6 @@ class _Columns:
             else:
                 data[name] = self.values[name][row]
         return build(self.cls, data, self.fields_set[row])
-
-
-_SPAN_SET = shared_set({"source", "offset", "length", "line"})
 
 
 class EventStore:

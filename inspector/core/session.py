@@ -47,7 +47,7 @@ from inspector.core.model import (
     Usage,
     UsageReported,
 )
-from inspector.core.packed import EventStore
+from inspector.core.packed import EventStore, make_span
 
 MAIN_THREAD = "main"
 PRUNED_MARKER = "[Old tool result content cleared]"
@@ -116,30 +116,7 @@ def _flag(value: int) -> Flag:
     return _FLAGS[value]
 
 
-_new = object.__new__
-_setattr = object.__setattr__
-_SPAN_FIELDS = {"source", "offset", "length", "line"}
-
-
-_span_checked: list[bool] = []  # whether building spans without validation gives the same
-
-
-def _span(source: int, offset: int, length: int, line: int) -> SourceSpan:
-    """A SourceSpan from the table's own columns, built without re-validating them (checked
-    once against the validating constructor; on a difference it validates from then on)."""
-    if _span_checked and not _span_checked[0]:
-        return SourceSpan(source=source, offset=offset, length=length, line=line)
-    span = _new(SourceSpan)
-    _setattr(span, "__dict__", {"source": source, "offset": offset, "length": length, "line": line})
-    _setattr(span, "__pydantic_fields_set__", _SPAN_FIELDS)
-    _setattr(span, "__pydantic_extra__", None)
-    _setattr(span, "__pydantic_private__", None)
-    if not _span_checked:
-        reference = SourceSpan(source=source, offset=offset, length=length, line=line)
-        _span_checked.append(span == reference and repr(span) == repr(reference))
-        if not _span_checked[0]:
-            return reference
-    return span
+_span = make_span  # a span from the table's own columns
 
 
 class _Live:
@@ -424,6 +401,12 @@ class StepTable(Sequence[StepState]):
         exact = self.exact[i]
         return exact if exact != _NONE else self.estimated[i]
 
+    def peak(self, i: int) -> int:
+        """``self[i].peak`` without making the step."""
+        tokens = self.tokens(i)
+        peak = self.peak_reported[i]
+        return tokens if peak == _NONE else max(peak, tokens)
+
 
 @dataclass
 class SourceInfo:
@@ -605,10 +588,7 @@ class Session:
         code = self._events[index]
         if code >= 0:
             return self._message_event(code)
-        return self._object(-1 - code)
-
-    def _object(self, k: int) -> Event:
-        return self._store.get(k)
+        return self._store.get(-1 - code)
 
     def events(self, start: int = 0, stop: int | None = None) -> Iterator[Event]:
         stop = len(self._events) if stop is None else stop
@@ -617,7 +597,7 @@ class Session:
 
     def raw_events(self) -> Iterator[Event | int]:
         """Events in order, message events as their table indices (cheap; no body reads)."""
-        obj = self._object
+        obj = self._store.get
         for code in self._events:
             yield code if code >= 0 else obj(-1 - code)
 
@@ -639,7 +619,7 @@ class Session:
             order: Iterable[int] = picked[0]
         else:
             order = sorted(i for indices in picked for i in indices)
-        codes, obj = self._events, self._object
+        codes, obj = self._events, self._store.get
         return ((i, obj(-1 - codes[i])) for i in order)
 
     def record(self, index: int) -> MessageRecord:

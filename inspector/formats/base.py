@@ -37,6 +37,7 @@ import orjson
 from pydantic import BaseModel
 
 from inspector.core.model import Event, Message, MessageAdded, ParseIssue, SourceSpan
+from inspector.core.packed import build, make_span
 from inspector.core.session import MessageEntry
 
 EXCERPT_CHARS = 120
@@ -47,10 +48,6 @@ M = TypeVar("M", bound=BaseModel)
 
 # ------------------------------------------------------------------------------------------
 # Building models from values the caller made itself
-
-_new = object.__new__
-_setattr = object.__setattr__
-
 
 _SHAPES: dict[type[BaseModel], tuple[set[str], list[bool]]] = {}
 
@@ -70,11 +67,7 @@ def trusted(cls: type[M], data: dict[str, Any]) -> M:
     fields_set, checked = shape
     if checked and not checked[0]:
         return cls(**data)
-    obj = _new(cls)
-    _setattr(obj, "__dict__", data)
-    _setattr(obj, "__pydantic_fields_set__", fields_set)
-    _setattr(obj, "__pydantic_extra__", None)
-    _setattr(obj, "__pydantic_private__", None)
+    obj: M = build(cls, data, fields_set)
     if not checked:
         same = _same(obj, cls, data)
         checked.append(same)
@@ -94,29 +87,6 @@ def _same(obj: BaseModel, cls: type[BaseModel], values: dict[str, Any]) -> bool:
         )
     except Exception:
         return False
-
-
-_SPAN_FIELDS = {"source", "offset", "length", "line"}
-_span_trusted: bool | None = None
-
-
-def make_span(source: int, offset: int, length: int, line: int) -> SourceSpan:
-    """``SourceSpan(source=..., offset=..., length=..., line=...)``, built without validation
-    (one per input line: the hot path of every line reader). Checked like ``trusted``."""
-    global _span_trusted
-    if _span_trusted is False:
-        return SourceSpan(source=source, offset=offset, length=length, line=line)
-    span = _new(SourceSpan)
-    _setattr(span, "__dict__", {"source": source, "offset": offset, "length": length, "line": line})
-    _setattr(span, "__pydantic_fields_set__", _SPAN_FIELDS)
-    _setattr(span, "__pydantic_extra__", None)
-    _setattr(span, "__pydantic_private__", None)
-    if _span_trusted is None:
-        values = {"source": source, "offset": offset, "length": length, "line": line}
-        _span_trusted = _same(span, SourceSpan, values)
-        if not _span_trusted:
-            return SourceSpan(**values)
-    return span
 
 
 def excerpt(data: bytes | str, limit: int = EXCERPT_CHARS) -> str:

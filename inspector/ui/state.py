@@ -35,7 +35,7 @@ from inspector.core.model import (
 )
 from inspector.core.policies.base import Action, ContextItem, PolicyResult, Summarizer
 from inspector.core.profiles import Profile
-from inspector.core.session import Flag, Session, StepState, StepTable, kind_name, role_name
+from inspector.core.session import Flag, Session, StepState, kind_name, role_name
 from inspector.core.whatif import branch_events
 from inspector.core.window import Zone
 from inspector.loader import LoadedSession, new_session
@@ -89,18 +89,10 @@ class _Points:
         points, zone, markers = self.points, self.zone, self.markers
         points.truncate(start)
         empty: set[str] = set()
-        if isinstance(closed, StepTable):  # read the columns; make no step
-            tokens_of, peaks = closed.tokens, closed.peak_reported
-            for i in range(start, len(closed)):
-                tokens = tokens_of(i)
-                peak = max(peaks[i], tokens)  # a step with no peak figure holds the lowest value
-                points.add(i + 1, tokens, peak, zone(peak), markers.get(i + 1, empty))
-        else:
-            for state in closed[start:]:
-                peak = state.peak
-                points.add(
-                    state.step, state.tokens, peak, zone(peak), markers.get(state.step, empty)
-                )
+        tokens_of, peak_of = closed.tokens, closed.peak  # read the columns; make no step
+        for i in range(start, len(closed)):
+            peak = peak_of(i)
+            points.add(i + 1, tokens_of(i), peak, zone(peak), markers.get(i + 1, empty))
         self.closed = len(closed)
         if session.open_step_shown():
             live = session.live_state()

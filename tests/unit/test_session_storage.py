@@ -329,3 +329,11 @@ def test_packed_and_unpacked_sessions_hold_the_same() -> None:
     assert plain._store.packed(0) is False and packed._store.packed(0) is True
     assert list(packed.events()) == list(plain.events()) == events
     assert packed.all_steps() == plain.all_steps()
+
+
+def test_a_steps_figures_read_from_the_columns_equal_the_step_made() -> None:
+    session = _grown_session()
+    steps = session.steps
+    assert [steps.tokens(i) for i in range(len(steps))] == [s.tokens for s in steps]
+    assert [steps.peak(i) for i in range(len(steps))] == [s.peak for s in steps]
+    assert steps.peak(4) == 999 > steps.tokens(4)
