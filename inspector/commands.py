@@ -67,6 +67,7 @@ def run_replay(args: argparse.Namespace) -> list[dict[str, Any]]:
             estimate=estimator_for(loaded.profile),
             summarizer=summ,
             reuse_estimates=True,  # the session was read with this profile's estimator
+            freeze=True,  # a command: what lives beside the replay lives until the process ends
         )
         out.append(summarize_replay(loaded.session, result, _facts(loaded)))
     return out
@@ -148,6 +149,7 @@ def run_explain(args: argparse.Namespace) -> list[dict[str, Any]]:
             estimate_for=estimator_for,
             summarizer=summ,
             search=not args.no_search,
+            freeze=True,  # a command: see ``run_replay``
         )
         for item in explainer.explain():
             data = item.as_dict()
@@ -176,7 +178,7 @@ def run_sweep(args: argparse.Namespace) -> dict[str, Any]:
         sets=tuple(args.sets),
         merge=args.merge,
     )
-    rows = sweep(spec, combinations, summarizer(args), workers=args.workers)
+    rows = sweep(spec, combinations, summarizer(args), workers=args.workers, freeze=True)
     data = [row.as_dict() for row in rows]
     if args.sort:
         key = args.sort.lstrip("-")

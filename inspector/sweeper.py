@@ -75,6 +75,7 @@ def _run(settings: dict[str, Any]) -> SweepRow:
         estimate_for=estimator_for,
         summarizer=_WORKER["summarizer"],
         reuse_estimates=True,  # the session was read with this profile's estimator
+        freeze=True,  # a worker's objects live as long as it does
     )
 
 
@@ -128,8 +129,10 @@ def run_sweep(
     *,
     workers: int | None = None,
     on_row: Callable[[int, SweepRow], None] | None = None,
+    freeze: bool = False,
 ) -> list[SweepRow]:
-    """Every combination's row, in order; ``workers=1`` runs in this process."""
+    """Every combination's row, in order; ``workers=1`` runs in this process (``freeze``: as
+    ``replay``'s, for the replays run in this process; the workers' always freeze)."""
     workers = workers or len(os.sched_getaffinity(0))
     if workers <= 1 or len(combinations) <= 1:
         session, profile = load_for_sweep(spec)
@@ -142,6 +145,7 @@ def run_sweep(
                 estimate_for=estimator_for,
                 summarizer=summarizer,
                 reuse_estimates=True,  # the session was read with this profile's estimator
+                freeze=freeze,
             )
             rows.append(row)
             if on_row:

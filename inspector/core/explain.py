@@ -146,8 +146,10 @@ class Explainer:
         estimate_for: Callable[[Profile], Callable[[Message], int]],
         summarizer: Summarizer,
         search: bool = True,
+        freeze: bool = False,
     ) -> None:
         self.session = session
+        self.freeze = freeze  # the replays': see ``replay``
         self.profile = profile
         self.estimate_for = estimate_for
         self.summarizer = summarizer
@@ -319,6 +321,7 @@ class Explainer:
                     profile,
                     estimate=self.estimate_for(profile),
                     summarizer=self.summarizer,
+                    freeze=self.freeze,
                 )
         return self._replays[key]
 

@@ -46,7 +46,7 @@ from inspector.core.policies.base import (
     Summarizer,
 )
 from inspector.core.profiles import Profile
-from inspector.core.session import MAIN_THREAD, Flag, MessageRecord, Session, StepState
+from inspector.core.session import MAIN_THREAD, MessageRow, Session, StepState
 from inspector.core.window import Zone
 
 OVERHEAD_ID = "__overhead__"
@@ -226,6 +226,7 @@ def replay(
     policy: Policy | None = None,
     exact: Callable[[Message], int] | None = None,
     reuse_estimates: bool = False,
+    freeze: bool = False,
 ) -> ReplayResult:
     """Replay ``session`` under ``profile``. Linear in the session's events (the cyclic
     garbage collector is paused meanwhile, see ``_collector_paused``).
@@ -234,13 +235,21 @@ def replay(
     instead of calling ``estimate``: only for a session loaded with this profile's estimator
     (the same rule and counter), as the engine commands know theirs is. An output the recording
     dropped is restored at its recorded size and estimated again either way.
+
+    ``freeze``: at the end, move every object alive out of the collector's way for good
+    (``gc.freeze``), as reading a session does, instead of leaving what the replay made to the
+    collector's next pass, which scans all of it (none of it was ever collected: a tenth of a
+    long replay). A replay makes no reference cycle (a test checks), so what it made is still
+    freed when let go; but whatever else is alive is frozen too and, should it become cyclic
+    garbage later, never collected. For the headless commands and sweep workers, whose other
+    objects live as long as the process; not for the dashboard, whose screens come and go.
     """
-    with _collector_paused():
+    with _collector_paused(freeze):
         return _replay(session, profile, estimate, summarizer, policy, exact, reuse_estimates)
 
 
 @contextmanager
-def _collector_paused() -> Iterator[None]:
+def _collector_paused(freeze: bool) -> Iterator[None]:
     """Pause Python's cyclic garbage collector for a replay: a replay allocates hundreds of
     thousands of objects (messages read back, items, results) and makes no cycles, and the
     collector would rescan everything alive again and again (a fifth of a long replay)."""
@@ -249,6 +258,8 @@ def _collector_paused() -> Iterator[None]:
     try:
         yield
     finally:
+        if freeze:
+            gc.freeze()
         if was_enabled:
             gc.enable()
 
@@ -289,20 +300,20 @@ def _replay(
     pending: list[Decision] = []  # decisions taken in the build-up of the next request
 
     for raw in _acted_on(session):
-        if isinstance(raw, MessageRecord):
+        if isinstance(raw, MessageRow):
             rec = raw
-            if rec.thread != MAIN_THREAD or not rec.flags & Flag.VISIBLE:
+            if not rec.sent_in_main:
                 continue
             if skip_summary and rec.kind is MessageKind.SUMMARY:
                 skip_summary = False
                 continue  # the recording's own compaction summary: the replay writes its own
-            message = session.body(rec.index)
+            message = session.body(rec.position)
             if rec.id in dropped_sizes:
                 message = _undropped(message, dropped_sizes.pop(rec.id))
                 tokens = estimate(message)
             else:
                 tokens = rec.estimate if reuse_estimates else estimate(message)
-            item = ContextItem(message, tokens, rec.index)
+            item = ContextItem(message, tokens, rec.position)
             if message.kind is MessageKind.TOOL_RESULT:
                 original = item
                 admitted = policy.admit(item, context.items, profile, estimate)
@@ -446,12 +457,12 @@ def _replay(
 _ACTED_ON: tuple[type[Event], ...] = (RequestSent, Compacted, ContextReset, ToolOutputChanged)
 
 
-def _acted_on(session: Session) -> Iterator[MessageRecord | Event]:
-    """The session's messages (their records) and the events replay acts on, in order; the
-    other events (usage reports, figures, log lines: most of a long session) are not made."""
+def _acted_on(session: Session) -> Iterator[MessageRow | Event]:
+    """The session's messages (as rows) and the events replay acts on, in order; the other
+    events (usage reports, figures, log lines: most of a long session) are not made."""
     events = session.events_of(*_ACTED_ON)
     upcoming = next(events, None)
-    for rec in session.records():
+    for rec in session.message_rows():
         while upcoming is not None and upcoming[0] < rec.event_index:
             yield upcoming[1]
             upcoming = next(events, None)

@@ -193,6 +193,17 @@ BodyReader = Callable[[SourceSpan], Sequence[Message]]
 MESSAGE_OVERHEAD = 3
 
 
+class MessageRow(NamedTuple):
+    """One message as ``Session.message_rows`` gives it."""
+
+    position: int  # the message's index in the session
+    id: str
+    kind: MessageKind
+    sent_in_main: bool  # visible, in the main thread: what the main agent's model is sent
+    estimate: int
+    event_index: int
+
+
 @dataclass(frozen=True, slots=True)
 class MessageRecord:
     """What the session keeps about one message (a view over its columns)."""
@@ -684,6 +695,25 @@ class Session:
                 gone if gone >= 0 else None,
                 event_index[i],
                 _span(where, offset[i], length[i], line[i]) if where >= 0 else None,
+            )
+
+    def message_rows(self) -> Iterator[MessageRow]:
+        """Every message's index, id, kind, whether it is sent to the model in the main thread,
+        estimate and event index, as plain tuples: what one pass over every message needs
+        (a replay), without making a record (its flags, span) per message."""
+        t = self.table
+        ids, kind, thread, flags = t.ids, t.kind, t.thread, t.flags
+        estimate, event_index = t.estimate, t.event_index
+        main = t.threads.index(MAIN_THREAD) if MAIN_THREAD in t.threads else -1
+        visible = int(Flag.VISIBLE)
+        for i in range(len(t)):
+            yield MessageRow(
+                i,
+                ids[i],
+                _KINDS[kind[i]],
+                thread[i] == main and bool(flags[i] & visible),
+                estimate[i],
+                event_index[i],
             )
 
     def body(self, index: int) -> Message:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+import pytest
 
 from inspector.config import build_profile
 from inspector.core.model import (
@@ -38,9 +41,10 @@ from inspector.core.policies.base import (
     total,
     unchanged,
 )
-from inspector.core.profiles import Profile
+from inspector.core.profiles import PROFILE_NAMES, Profile
 from inspector.core.replay import Decision, _acted_on, compare, recorded_decisions, replay
-from inspector.core.session import MessageRecord, Session
+from inspector.core.session import MessageRow, Session
+from inspector.core.summarize import LocalSummarizer
 
 
 def chars4(message: Message) -> int:
@@ -240,7 +244,7 @@ def busy_run() -> Session:
 def test_replay_reads_the_messages_and_the_events_it_acts_on_in_their_order() -> None:
     session = busy_run()
     acted = [
-        ("message", item.index) if isinstance(item, MessageRecord) else ("event", item)
+        ("message", item.position) if isinstance(item, MessageRow) else ("event", item)
         for item in _acted_on(session)
     ]
     expected = [
@@ -310,3 +314,74 @@ def test_an_admitted_output_enters_the_context_as_admit_returned_it() -> None:
     truncated = [d for d in result.decisions if d.kind == "truncated"]
     assert truncated and all((d.tokens_before, d.tokens_after) == (100, 10) for d in truncated)
     assert result.steps[0].estimated == 10 + 10  # the system prompt and the cut output
+
+
+def added(mid: str, role: Role, kind: MessageKind, *parts: Part) -> MessageAdded:
+    return MessageAdded(message=Message(id=mid, role=role, kind=kind, parts=parts))
+
+
+def coding_run(turns: int = 40) -> Session:
+    """A user request, then tool calls and outputs of 600-2,400 tokens (paths, errors), a
+    request before each call, so that every policy prunes or compacts under a small window."""
+    s = Session(estimator=chars4)
+    ask = Part(type=PartType.TEXT, text="Fix the failing test in src/app.py")
+    events: list[Event] = [
+        msg("sys", Role.SYSTEM, 50),
+        added("u0", Role.USER, MessageKind.MESSAGE, ask),
+    ]
+    for turn in range(turns):
+        call = f"c{turn}"
+        said = Part(type=PartType.TEXT, text=f"I will run the tests again ({turn}).")
+        run = Part(
+            type=PartType.TOOL_CALL,
+            tool_name="bash",
+            call_id=call,
+            arguments='{"command": "pytest tests/test_app.py"}',
+        )
+        line = f"src/mod{turn % 7}.py:{turn}: AssertionError: expected 3, got {turn}\n"
+        output = Part(
+            type=PartType.TOOL_RESULT,
+            text=line * (40 * (1 + turn % 4)),
+            tool_name="bash",
+            call_id=call,
+        )
+        events += [
+            RequestSent(),
+            added(f"a{turn}", Role.ASSISTANT, MessageKind.TOOL_CALL, said, run),
+            added(f"t{turn}", Role.TOOL, MessageKind.TOOL_RESULT, output),
+        ]
+    events.append(RequestSent())
+    s.append(events)
+    return s
+
+
+@pytest.mark.parametrize("name", PROFILE_NAMES)
+def test_a_replay_makes_no_reference_cycle_and_leaves_the_collector_as_it_was(name: str) -> None:
+    """``freeze`` moves what a replay made out of the collector's way for good: that is only
+    sound while a replay makes no cycle, which would then never be collected."""
+    session = coding_run()
+    # Fifth counts no tool output and compresses only when asked to
+    sets = ["context_window=400", "auto_compress=true"] if name == "fifth" else []
+    chosen = build_profile(name, sets=sets or ["context_window=16000"])
+    gc.collect()
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        result = replay(session, chosen, estimate=chars4, summarizer=LocalSummarizer())
+        assert not gc.isenabled()  # a disabled collector stays disabled
+        assert result.decisions  # the policy acted: its paths ran
+        del result
+        assert gc.collect() == 0
+    finally:
+        if was_enabled:
+            gc.enable()
+    frozen = gc.get_freeze_count()
+    replay(session, chosen, estimate=chars4, summarizer=LocalSummarizer())
+    assert gc.isenabled() == was_enabled
+    assert gc.get_freeze_count() == frozen  # nothing frozen unless asked
+    try:
+        replay(session, chosen, estimate=chars4, summarizer=LocalSummarizer(), freeze=True)
+        assert gc.get_freeze_count() > frozen
+        assert gc.isenabled() == was_enabled
+    finally:
+        gc.unfreeze()  # the test process's objects go back to the collector

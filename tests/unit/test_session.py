@@ -235,3 +235,32 @@ def test_appending_in_batches_equals_appending_at_once(events: list[Event], size
         (x.step, x.messages, x.estimated) for x in parts.all_steps()
     ]
     assert len(whole) == len(parts) == len(unique)
+
+
+def test_message_rows_agree_with_the_records() -> None:
+    """A row says a message is sent in the main thread exactly when its record is visible and
+    in the main thread (sub-agents' messages and hidden ones are not)."""
+    s = Session()
+    hidden = Message(
+        id="h", role=Role.ASSISTANT, visible=False, parts=(Part(type=PartType.TEXT, text="n"),)
+    )
+    sub = Message(
+        id="s1", role=Role.USER, thread="sub-1", parts=(Part(type=PartType.TEXT, text="go"),)
+    )
+    s.append(
+        [
+            msg("s", Role.SYSTEM, "x" * 40),
+            MessageAdded(message=sub),
+            msg("u", Role.USER, "y" * 8),
+            MessageAdded(message=hidden),
+            RequestSent(),
+            msg("t", Role.TOOL, "w" * 400, MessageKind.TOOL_RESULT),
+        ]
+    )
+    rows = list(s.message_rows())
+    records = list(s.records())
+    assert [r.sent_in_main for r in rows] == [True, False, True, False, True]
+    assert [(r.position, r.id, r.kind, r.estimate, r.event_index) for r in rows] == [
+        (r.index, r.id, r.kind, r.estimate, r.event_index) for r in records
+    ]
+    assert [r.sent_in_main for r in rows] == [r.visible and r.thread == "main" for r in records]
