@@ -94,8 +94,18 @@ def generate_million(path: Path, messages: int) -> Path:
     import json
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    words = ["read", "parse", "token", "window", "context", "file", "error", "value", "module",
-             "limit"]
+    words = [
+        "read",
+        "parse",
+        "token",
+        "window",
+        "context",
+        "file",
+        "error",
+        "value",
+        "module",
+        "limit",
+    ]
     with path.open("w") as fh:
         fh.write(json.dumps({"format": "ctx-inspect", "version": 1}) + "\n")
         prompt = 2_000

@@ -167,10 +167,8 @@ _SHELL_TOOLS = frozenset(
     }
 )
 _TOKEN = re.compile(r"[^\s'\"`()\[\]{}<>,;|=]+")
-# ``_TOKEN``'s breaks other than whitespace, made spaces: ``translate`` then ``split`` gives
-# the same tokens, faster
-_TOKEN_BREAKS = str.maketrans(dict.fromkeys("'\"`()[]{}<>,;|=", " "))
-_MISSING: Any = object()
+# ``_TOKEN``'s breaks other than whitespace, made spaces: ``split`` then gives the same tokens
+_TOKEN_BREAKS = bytes.maketrans(b"'\"`()[]{}<>,;|=", b" " * 15)
 _LINE_SUFFIX = re.compile(r"(?::\d+){1,2}$")
 _PATH_CHARS = re.compile(r"[\w./~+@-]+")
 _LETTER = re.compile(r"[A-Za-z]")
@@ -229,30 +227,131 @@ def _looks_like_path(token: str) -> bool:
     return len(segments) >= 3 and all(len(s) >= 2 for s in segments)
 
 
+def _without_line_suffix(token: str) -> str:
+    """``_LINE_SUFFIX.sub("", token)`` for a token (a token holds no line break, before which
+    ``$`` would match too): its last one or two ``:digits`` groups taken away (``\\d`` matches
+    what ``isdecimal`` accepts)."""
+    head, colon, digits = token.rpartition(":")
+    if not colon or not digits.isdecimal():
+        return token
+    first, colon, digits = head.rpartition(":")
+    return first if colon and digits.isdecimal() else head
+
+
+_PATH_OF: dict[str, str] = {}  # the path ``_paths_in`` reads from a token, or "", bounded
+# memo of ``_looks_like_path`` (a pure function), bounded: the tokens of one path with other
+# ``:line`` suffixes (``src/a.py:12:``, ``src/a.py:40:``) read it once
+_LOOKS_LIKE_PATH: dict[str, bool] = {}
+_PATH_MEMO_SIZE = 65_536
+
+
 def _path_of(token: str) -> str | None:
     """The path a token names (trailing punctuation and ``:line`` suffix removed), if any."""
-    token = _LINE_SUFFIX.sub("", token.strip(".:!?"))
-    return token if _looks_like_path(token) else None
+    token = _without_line_suffix(token.strip(".:!?"))
+    looks = _LOOKS_LIKE_PATH.get(token)
+    if looks is None:
+        if len(_LOOKS_LIKE_PATH) >= _PATH_MEMO_SIZE:
+            _LOOKS_LIKE_PATH.clear()
+        looks = _LOOKS_LIKE_PATH[token] = _looks_like_path(token)
+    return token if looks else None
 
 
-_PATH_OF: dict[str, str | None] = {}  # memo of ``_path_of`` (a pure function), bounded
-_PATH_MEMO_SIZE = 65_536
+def _read_path(token: str) -> str:
+    """The path a token names, as ``_paths_in`` reads it, or "" (most words: no path without a
+    slash or an extension)."""
+    if "/" not in token and "." not in token and token not in _BARE_FILES:
+        return ""
+    return _path_of(token) or ""
+
+
+def _tokens(text: str) -> list[str]:
+    """The tokens ``_TOKEN`` finds in ``text``: its breaks made spaces, then ``split``. The
+    breaks are ASCII, so they are made spaces in the text's UTF-8 form, faster than by
+    ``str.translate`` (no other character has an ASCII byte in UTF-8; "surrogatepass" keeps
+    lone surrogates as they are, both ways)."""
+    utf8 = text.encode("utf-8", "surrogatepass").translate(_TOKEN_BREAKS)
+    return utf8.decode("utf-8", "surrogatepass").split()
+
+
+# An ASCII text's bytes with its whitespace and ``_TOKEN``'s other breaks made spaces (its
+# tokens are then the runs of other bytes, as ``split`` finds them) and a "/" for each
+# character that makes a token worth reading (``_read_path``): a slash, a dot, or one of
+# ``_BARE_FILES``'s first letters (each of them holds its own)
+_ASCII_SPACES = bytes(c for c in range(128) if chr(c).isspace())
+_FIRST_LETTERS = "".join(sorted({name[0] for name in _BARE_FILES})).encode()
+_MARKED = bytes.maketrans(
+    _ASCII_SPACES + b"'\"`()[]{}<>,;|=" + b"." + _FIRST_LETTERS,
+    b" " * (len(_ASCII_SPACES) + 15) + b"/" * (1 + len(_FIRST_LETTERS)),
+)
+# A token found on its own costs about as much as splitting 40 characters: the tokens worth
+# reading are found one by one in ASCII texts of at least ``_MARKED_MIN`` characters where
+# they are fewer. The text's head tells at first (at most one marked character per
+# ``_CHARS_PER_MARK`` in its first ``_MARKED_HEAD``), then the tokens found so far (at most
+# one per ``_CHARS_PER_MARKED`` characters, past the first ``_MARKED_SLACK``).
+_MARKED_MIN = 128
+_MARKED_HEAD = 512
+_CHARS_PER_MARK = 21
+_CHARS_PER_MARKED = 40
+_MARKED_SLACK = 160
+
+
+def _marked_tokens(text: str) -> list[str] | None:
+    """The tokens of an ASCII text that ``_read_path`` may read a path from, in order, among
+    a few others (words with a bare file's first letter): the runs between the spaces around
+    each "/" of its ``_MARKED`` form. None when they are too many (splitting costs less)."""
+    marked = text.encode().translate(_MARKED)
+    head = min(len(marked), _MARKED_HEAD)
+    if marked.count(b"/", 0, head) * _CHARS_PER_MARK > head:
+        return None
+    find, rfind = marked.find, marked.rfind
+    tokens: list[str] = []
+    spent = -_MARKED_SLACK
+    at = find(b"/")
+    while at >= 0:
+        end = find(b" ", at)
+        if end < 0:
+            tokens.append(text[rfind(b" ", 0, at) + 1 :])
+            break
+        tokens.append(text[rfind(b" ", 0, at) + 1 : end])
+        spent += _CHARS_PER_MARKED
+        if spent > end:
+            return None
+        at = find(b"/", end)
+    return tokens
 
 
 def _paths_in(text: str) -> list[str]:
     """The paths named in ``text``, each once, in the order of their latest mention (tokens as
-    ``_TOKEN`` finds them). Each distinct token is looked at once, newest first."""
-    latest: dict[str, None] = {}
+    ``_TOKEN`` finds them): from the tokens worth reading alone where they are few
+    (``_marked_tokens``), else from every distinct token, newest first."""
     memo = _PATH_OF
-    for token in dict.fromkeys(reversed(text.translate(_TOKEN_BREAKS).split())):
+    tokens = _marked_tokens(text) if len(text) >= _MARKED_MIN and text.isascii() else None
+    if tokens is not None:
+        # the tokens not found here are words ``_read_path`` reads no path from
+        try:
+            latest = dict.fromkeys(map(memo.__getitem__, reversed(tokens)))
+        except KeyError:  # a token read for the first time
+            if len(memo) + len(tokens) > _PATH_MEMO_SIZE:
+                memo.clear()
+            read: dict[str, str] = {}  # not the memo itself, which another thread may clear
+            for token in tokens:
+                path = memo.get(token)
+                if path is None:
+                    path = memo[token] = _read_path(token)
+                read[token] = path
+            latest = dict.fromkeys(map(read.__getitem__, reversed(tokens)))
+        latest.pop("", None)
+        return list(reversed(latest))
+    latest = {}
+    for token in dict.fromkeys(reversed(_tokens(text))):
         if "/" not in token and "." not in token and token not in _BARE_FILES:
             continue  # most words: no path without a slash or an extension
-        path = memo.get(token, _MISSING)
-        if path is _MISSING:
+        path = memo.get(token)
+        if path is None:
             if len(memo) >= _PATH_MEMO_SIZE:
                 memo.clear()
-            path = memo[token] = _path_of(token)
-        if path is not None and path not in latest:
+            path = memo[token] = _path_of(token) or ""
+        if path and path not in latest:
             latest[path] = None
     return list(reversed(latest))
 
@@ -332,16 +431,28 @@ def _undecorated(line: str) -> str:
     return line
 
 
+def _negated(line: str) -> bool:
+    """``_NOT_ERROR.search(line)`` for a line on one line: its only whitespace is single
+    spaces, so an ASCII line (where ignoring case is lower-casing) can match only if its lower
+    case holds "0 ", "no ", "zero " or "without "."""
+    if line.isascii():
+        low = line.lower()
+        if "no " not in low and "0 " not in low and "zero " not in low and "without " not in low:
+            return False
+    return _NOT_ERROR.search(line) is not None
+
+
 def _error_hit(raw: str) -> str:
     """The error line ``raw`` makes (undecorated, on one line), or ""."""
     if not _has_error_word(raw):
         return ""
     line = _one_line(raw)
     if line[:1] in _RULE_CHARS or line[-1:] in _RULE_CHARS:
-        line = _DECORATION.sub("", line)
-        return line if line and _is_error_line(line) else ""
+        line = _DECORATION.sub("", line)  # rules off its ends: still on one line
+        if not line or not _has_error_word(line):
+            return ""
     # ``_is_error_line``, less what cannot change: spaces do not change what ``_ERROR`` finds
-    return line if line and not _NOT_ERROR.search(line) and _TWO_WORDS.search(line) else ""
+    return line if line and not _negated(line) and _TWO_WORDS.search(line) else ""
 
 
 def _may_hold_error(low: str) -> bool:
@@ -500,32 +611,6 @@ _SECTIONS: tuple[_Section, ...] = (
 _FIRST_REQUEST_BONUS = 100.0
 
 
-class _Ordered:
-    """Distinct lines in order of their latest mention."""
-
-    def __init__(self) -> None:
-        self._lines: dict[str, None] = {}
-
-    def add(self, line: str) -> None:
-        line = _one_line(line)
-        if line:
-            self._lines.pop(line, None)
-            self._lines[line] = None
-
-    def extend_distinct(self, lines: Sequence[str]) -> None:
-        """``add`` of lines already in one-line form, non-empty and distinct: each moves to
-        the end, in order (all of them taken out first, then put back, comes to the same)."""
-        ordered = self._lines
-        if ordered:
-            pop = ordered.pop
-            for line in lines:
-                pop(line, None)
-        ordered.update(dict.fromkeys(lines))
-
-    def lines(self) -> list[str]:
-        return list(self._lines)
-
-
 # What is read of a long text: its head and its tail. Facts cluster at the ends of tool outputs
 # (the command's first lines, the error and the summary line at the end); the middle of a long
 # listing repeats itself. Cuts fall on line breaks (else on a space) within these windows.
@@ -569,10 +654,14 @@ class _Facts(NamedTuple):
     text: str = ""  # an assistant's text (for the next steps, read from the last one)
 
 
+def _latest(lines: list[str]) -> list[str]:
+    """Each line once, at its latest place (in the order of their latest mention)."""
+    return list(reversed(dict.fromkeys(reversed(lines))))
+
+
 def _distinct_lines(lines: Iterable[str], *, one_line: bool = True) -> tuple[str, ...]:
-    """One-line forms, without empty ones, each once at its latest place (``_Ordered.add``
-    over them gives the same order as over the originals). ``one_line=False``: the lines are
-    in that form already."""
+    """One-line forms, without empty ones, each once at its latest place (``_latest`` over
+    them). ``one_line=False``: the lines are in that form already."""
     ordered: dict[str, None] = {}
     for line in lines:
         if one_line:
@@ -650,7 +739,7 @@ def _message_facts(
         if part.type in _CONTENT_TYPES and part.text:
             content = _scanned(part.text)
             pieces.append(_paths_in(content))
-            if "$ " in content:
+            if "$" in content and "$ " in content:  # a character is found faster
                 commands.extend(match.group(1) for match in _DOLLAR.finditer(content))
             if reads_errors and part.type in _ERROR_TYPES:
                 error_texts.append((content, part.is_error))
@@ -712,15 +801,10 @@ def _fingerprint(message: Message) -> tuple[object, ...]:
         message.role,
         message.kind,
         tuple(
-            (
-                p.type,
-                len(p.text),
-                hash(p.text),
-                hash(p.arguments),
-                p.is_error,
-                p.tool_name,
-            )
-            for p in message.parts
+            [
+                (p.type, len(p.text), hash(p.text), hash(p.arguments), p.is_error, p.tool_name)
+                for p in message.parts
+            ]
         ),
     )
 
@@ -729,6 +813,9 @@ def _next_steps(last: str) -> list[str]:
     next_steps: list[str] = []
     for line in last.splitlines():
         if not line.strip() or _is_heading(line):
+            continue
+        if line.startswith("- ") and not line[2:3].isspace() and line[2:3] != "[":
+            next_steps.append(_one_line(line[2:]))  # ``_LIST_ITEM`` matches, and takes "- "
             continue
         if _LIST_ITEM.match(line) or _NEXT_LINE.match(line):
             next_steps.append(_one_line(_LIST_ITEM.sub("", line)))
@@ -748,11 +835,12 @@ def _extract(
 ) -> dict[str, list[str]]:
     facts = [facts_of(m) for m in messages]
     requests: list[str] = []
-    earlier = _Ordered()
-    files = _Ordered()
-    commands = _Ordered()
-    errors = _Ordered()
-    decisions = _Ordered()
+    # every mention, in order (each fact's lines are on one line and not empty)
+    earlier: list[str] = []
+    files: list[str] = []
+    commands: list[str] = []
+    errors: list[str] = []
+    decisions: list[str] = []
 
     # what an error was followed by: the next assistant message with text, its first sentence
     fixes = [""] * len(facts)
@@ -766,19 +854,20 @@ def _extract(
         if fact.kind == "meta":
             continue
         if fact.kind == "summary":
-            earlier.extend_distinct(fact.earlier)
+            earlier.extend(fact.earlier)
             continue
         if fact.request:
             requests.append(fact.request)
-        files.extend_distinct(fact.files)
-        commands.extend_distinct(fact.commands)
+        files.extend(fact.files)
+        commands.extend(fact.commands)
         if fact.errors:
-            for line in fact.errors[:-1]:
-                errors.add(line)
+            errors.extend(fact.errors[:-1])
             last_error = fact.errors[-1]
-            errors.add(f"{last_error} → {fixes[index]}" if fixes[index] else last_error)
-        for sentence in fact.decisions:
-            decisions.add(sentence)
+            errors.append(
+                _one_line(f"{last_error} → {fixes[index]}") if fixes[index] else last_error
+            )
+        if fact.decisions:
+            decisions.extend(filter(None, map(_one_line, fact.decisions)))
 
     last = next((f.text for f in reversed(facts) if f.said), "")
     next_steps = _next_steps(last) if last else []
@@ -791,11 +880,11 @@ def _extract(
         task.extend(f"then: {r}" for r in later)
     return {
         "task": task,
-        "earlier": earlier.lines(),
-        "files": files.lines(),
-        "commands": commands.lines(),
-        "errors": errors.lines(),
-        "decisions": [d for d in decisions.lines() if d not in planned],
+        "earlier": _latest(earlier),
+        "files": _latest(files),
+        "commands": _latest(commands),
+        "errors": _latest(errors),
+        "decisions": [d for d in _latest(decisions) if d not in planned],
         "next": next_steps,
     }
 
@@ -850,69 +939,75 @@ class LocalSummarizer:
         # line's value is its section's weight plus its recency in the section
         keys: list[tuple[float, int, int]] = []
         for s_index, (section, items) in enumerate(zip(_SECTIONS, sections, strict=True)):
-            weight, minus, share = section.weight, -s_index, len(items) + 1
-            keys.extend([(weight + (p + 1) / share, minus, p) for p in range(len(items))])
+            if items:
+                weight, minus, share = section.weight, -s_index, len(items) + 1
+                keys += [(weight + (p + 1) / share, minus, p) for p in range(len(items))]
         if sections[0]:  # the first request (the task is the first section)
             keys[0] = (keys[0][0] + _FIRST_REQUEST_BONUS, 0, 0)
         # the least valuable first: by value, then the later section, then the older line
         # (the keys never tie)
         order = sorted(range(len(keys)), key=keys.__getitem__)
-        rank = [0] * len(keys)  # a line is dropped when its rank is below the count dropped
-        for place, index in enumerate(order):
-            rank[index] = place
-        bodies: list[list[tuple[int, str]]] = []  # per section: (rank, line) in order
-        start = 0
-        for items in sections:
-            bodies.append(list(zip(rank[start : start + len(items)], items, strict=True)))
-            start += len(items)
 
-        def render(dropped: int) -> str:
-            blocks: list[str] = []
-            for section, entries in zip(_SECTIONS, bodies, strict=True):
-                body = [text for place, text in entries if place >= dropped]
-                if body:
-                    blocks.append("\n- ".join([section.header, *body]))  # "- " per line
-            return "\n\n".join(blocks)
+        def kept(dropped: int) -> list[list[str]]:
+            """Each section's lines less the first ``dropped`` of ``order``."""
+            if not dropped:
+                return sections
+            lines = [list(items) for items in sections]
+            # the last first, so that the positions still to take out are where they were
+            for index in sorted(order[:dropped], reverse=True):
+                _, minus, position = keys[index]
+                del lines[-minus][position]
+            return lines
+
+        def render(lines: list[list[str]]) -> str:
+            return "\n\n".join(
+                "\n- ".join([section.header, *body])  # "- " per line
+                for section, body in zip(_SECTIONS, lines, strict=True)
+                if body
+            )
 
         if self._counter is None:
             low = self._fewest_dropped(sections, order, keys, texts, budget_tokens)
             if low < len(keys):
-                return self._remember(render(low), bodies, low)
+                lines = kept(low)
+                return self._remember(render(lines), lines)
             return self._cut(texts[order[-1]], budget_tokens)
         low, high = 0, len(keys)  # the fewest lines to drop so that the text fits
         while low < high:
             middle = (low + high) // 2
-            if self.measure(render(middle)) <= budget_tokens:
+            if self.measure(render(kept(middle))) <= budget_tokens:
                 high = middle
             else:
                 low = middle + 1
-        while low < len(keys) and self.measure(render(low)) > budget_tokens:
+        while low < len(keys) and self.measure(render(kept(low))) > budget_tokens:
             low += 1  # a real tokenizer is not always monotone in removed lines
         if low < len(keys):
-            return self._remember(render(low), bodies, low)
+            lines = kept(low)
+            return self._remember(render(lines), lines)
         return self._cut(texts[order[-1]], budget_tokens)
 
-    def _remember(
-        self, summary: str, bodies: Sequence[Sequence[tuple[int, str]]], dropped: int
-    ) -> str:
-        """Keep what ``summary`` will carry over when it is summarized in turn (its lines are
-        known: no need to read it again): ``_carried_over(summary)``.
+    def _remember(self, summary: str, sections: Sequence[Sequence[str]]) -> str:
+        """Keep what ``summary`` (the rendering of ``sections``' lines) will carry over when it
+        is summarized in turn (its lines are known: no need to read it again):
+        ``_carried_over(summary)``.
 
         A line is rendered as ``"- " + text``, where ``text`` is on one line and not empty
         (every fact is), so it carries over as ``text`` itself (``_unlisted``), unless it
-        starts with a check box (``[x] ...``) that ``_unlisted`` takes away with the dash.
+        starts with a check box (``[x] ...``) that ``_unlisted`` takes away with the dash, or
+        it ends with a colon (a heading, left out).
         """
-        lines: list[str] = []
-        for body in bodies:
-            for place, text in body:
-                if place < dropped:
-                    continue
+        lines = list(chain.from_iterable(sections))
+        carried = [text for text in lines if text[0] != "[" and text[-1] != ":"]
+        if len(carried) < len(lines):  # a check box or a colon at the end
+            carried = []
+            for text in lines:
                 if text[0] == "[":
                     text = _unlisted("- " + text)
                     if not text:
                         continue
                 if text[-1] != ":":
-                    lines.append(text)
+                    carried.append(text)
+        lines = carried
         if len(self._rendered) >= self.RENDERED_SIZE:
             del self._rendered[next(iter(self._rendered))]
         # each line once, at its latest place (``_distinct_lines``)

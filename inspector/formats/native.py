@@ -24,7 +24,7 @@ import orjson
 from pydantic import TypeAdapter, ValidationError
 
 from inspector import __version__
-from inspector.core.model import EVENT_TYPES, Event, Message, MessageAdded, SourceSpan
+from inspector.core.model import EVENT_TYPES, Event, Message, MessageAdded, Origin, SourceSpan
 from inspector.formats.base import LineParser
 from inspector.formats.registry import FormatSpec, Head, register
 
@@ -233,6 +233,14 @@ class NativeParser(LineParser):
         line = data.rstrip(b"\r\n")
         if line.startswith(_BOM):
             line = line[3:]
+        # A message event as an export writes it (nearly every line read back): its message
+        # is validated alone. Any other line is read whole, as the first read did.
+        try:
+            message = _plain_message(orjson.loads(line))
+        except orjson.JSONDecodeError:
+            message = None  # invalid UTF-8 is replaced below
+        if message is not None:
+            return [message]
         out: list[Event] = []
         value = self.load_json(line, span, out)
         if value is None:
@@ -240,6 +248,42 @@ class NativeParser(LineParser):
         return [
             e.message for e in self.read_event(value, span, line) if isinstance(e, MessageAdded)
         ]
+
+
+# The fields of a message event, each checked below: a line with any other (a newer writer's)
+# is read whole.
+_MESSAGE_KEYS = frozenset({"type", "message", "tokens", "tokens_origin", "timestamp", "span"})
+_ORIGINS = frozenset(origin.value for origin in Origin)
+_validate_message = Message.__pydantic_validator__.validate_python  # Message.model_validate
+
+
+def _plain_message(value: Any) -> Message | None:
+    """The message of a message event whose other fields hold plain values (what an export
+    writes), validated on its own: the message ``read_event`` gives, without validating and
+    making the event around it (whose span is dropped anyway). None for any other line, and
+    for a value ``read_event`` would convert or refuse, left to it."""
+    if (
+        type(value) is not dict
+        or value.get("type") != "message"
+        or not value.keys() <= _MESSAGE_KEYS
+    ):
+        return None
+    tokens = value.get("tokens")
+    origin = value.get("tokens_origin")
+    timestamp = value.get("timestamp")
+    message = value.get("message")
+    if (
+        (tokens is not None and type(tokens) is not int)
+        or (origin is not None and (type(origin) is not str or origin not in _ORIGINS))
+        or (timestamp is not None and type(timestamp) is not str)
+        or type(message) is not dict
+    ):
+        return None
+    try:
+        plain: Message = _validate_message(message)
+    except ValidationError:
+        return None
+    return plain
 
 
 def _with_span(event: Event, span: SourceSpan) -> Event:

@@ -34,6 +34,7 @@ from inspector.core.model import (
     Usage,
     UsageReported,
 )
+from inspector.core.packed import make_span
 from inspector.core.session import Flag, Session
 from inspector.core.stats import RunFacts, summarize
 from inspector.formats import base, claude_code, registry
@@ -802,7 +803,7 @@ def test_stream_json() -> None:
 
 
 def test_builders_make_the_same_objects_as_validation() -> None:
-    span = base.make_span(2, 10, 20, 3)
+    span = make_span(2, 10, 20, 3)
     assert span == SourceSpan(source=2, offset=10, length=20, line=3)
     assert repr(span) == repr(SourceSpan(source=2, offset=10, length=20, line=3))
     data = {"timestamp": None, "span": span, "type": "log", "text": "x", "level": None, "tag": "t"}

@@ -309,6 +309,87 @@ def test_messages_at_rereads_the_same_message() -> None:
         assert parser.messages_at(raw, event.span) == [event.message]
 
 
+def _full_read(parser: NativeParser, line: bytes, span: SourceSpan) -> list[Message]:
+    """The messages of one line as reading the whole event gives them."""
+    out: list[Event] = []
+    value = parser.load_json(line, span, out)
+    if value is None:
+        return []
+    return [e.message for e in parser.read_event(value, span, line) if isinstance(e, MessageAdded)]
+
+
+_MESSAGE = (
+    '"message":{"id":"m1","role":"tool","kind":"tool_result","parts":[{"type":"tool_result",'
+    '"text":"out","call_id":"c1","is_error":true,"data_bytes":3}],"thread":"t"}'
+)
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        "",
+        ',"tokens":12,"tokens_origin":"reported","timestamp":"2026-01-01T00:00:00Z"',
+        ',"tokens":123456789012345678901234567890',
+        ',"span":{"offset":"not even a span"}',  # dropped, as a line's own span always is
+        ',"tokens":null,"tokens_origin":null,"timestamp":null',
+        # values only the whole event's validation decides on (coerced, or refused)
+        ',"tokens":"12"',
+        ',"tokens":true',
+        ',"tokens":1.0',
+        ',"tokens":"x"',
+        ',"tokens_origin":"guessed"',
+        ',"tokens_origin":["reported"]',
+        ',"timestamp":5',
+        ',"colour":"red"',
+    ],
+)
+def test_messages_at_gives_what_reading_the_whole_event_gives(fields: str) -> None:
+    parser = NativeParser(0, "t.jsonl")
+    line = ('{"type":"message",' + _MESSAGE + fields + "}").encode()
+    span = SourceSpan(offset=10, length=len(line), line=2)
+    expected = _full_read(parser, line, span)
+    got = parser.messages_at(line, span)
+    assert got == expected
+    assert [repr(m) for m in got] == [repr(m) for m in expected]
+    assert [m.model_fields_set for m in got] == [m.model_fields_set for m in expected]
+    assert [p.model_fields_set for m in got for p in m.parts] == [
+        p.model_fields_set for m in expected for p in m.parts
+    ]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"type":"message","message":{"id":"m1","role":"robot"}}',
+        b'{"type":"message","message":{"id":"m1","role":"user","parts":{"type":"text"}}}',
+        b'{"type":"message","message":{"id":"m1","role":"user","visible":"maybe"}}',
+        b'{"type":"message","message":{"id":"m1","role":"user","data_bytes":3}}',
+        b'{"type":"message","message":{"role":"user"}}',
+        b'{"type":"message","message":"m1"}',
+        b'{"type":"usage","usage":{"input":5}}',
+        b'{"type":"message","message":{"id":"m1","role":"user"}',
+        b'{"type":"message","message":{"id":"caf\\xe9","role":"user"}}',
+        b'{"type":"message","message":{"id":"caf\xe9","role":"user"}}',
+        b"[1,2]",
+        b"null",
+    ],
+)
+def test_messages_at_on_a_line_that_is_no_valid_message_gives_what_it_gave(line: bytes) -> None:
+    for newer in (False, True):
+        parser = NativeParser(0, "t.jsonl")
+        parser._newer = newer  # a newer writer's unknown fields are dropped, not refused
+        span = SourceSpan(offset=10, length=len(line), line=2)
+        assert parser.messages_at(line, span) == _full_read(parser, line, span)
+
+
+def test_messages_at_of_a_newer_writer_drops_what_it_does_not_know() -> None:
+    parser = NativeParser(0, "t.jsonl")
+    parser._newer = True
+    line = b'{"type":"message","message":{"id":"m1","role":"user","mood":"good"},"tokens":3}'
+    span = SourceSpan(offset=10, length=len(line), line=2)
+    assert parser.messages_at(line, span) == [Message(id="m1", role=Role.USER)]
+
+
 def test_typical_fixture_reads_in_order() -> None:
     events = read((DATA / "typical.jsonl").read_bytes())
     assert [e.type for e in events] == [

@@ -24,7 +24,8 @@ from inspector.core.model import (
     UsageReported,
 )
 from inspector.formats.base import LineParser
-from inspector.formats.registry import FormatSpec, Head, SnapshotSession
+from inspector.formats.native import export_events
+from inspector.formats.registry import FormatSpec, Head, SnapshotSession, get_format
 from inspector.loader import (
     LoadedSession,
     _open_snapshot,
@@ -171,6 +172,58 @@ def test_bodies_are_read_back_from_the_file_not_kept(tmp_path: Path) -> None:
     assert session.message_count == 2
     assert not session._inline  # nothing held in memory
     assert session.body(1).text == "second line"
+
+
+def _native_file(path: Path, texts: list[str]) -> None:
+    export_events(
+        path,
+        [
+            MessageAdded(
+                message=Message(
+                    id=f"m{n}", role=Role.USER, parts=(Part(type=PartType.TEXT, text=text),)
+                ),
+                tokens=n,
+            )
+            for n, text in enumerate(texts)
+        ],
+    )
+
+
+def _load_native(path: Path) -> LoadedSession:
+    return load_session(
+        path, build_profile("generic"), format_spec=get_format("native"), count_exact=False
+    )
+
+
+def test_native_bodies_read_back_equal_the_messages_written(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    texts = [f"text {n} " * n for n in range(50)]
+    _native_file(path, texts)
+    session = _load_native(path).session
+    assert not session._inline
+    for n in [*range(50), *range(49, -1, -3)]:
+        body = session.body(n)
+        assert body == Message(
+            id=f"m{n}", role=Role.USER, parts=(Part(type=PartType.TEXT, text=texts[n]),)
+        )
+        assert body.model_fields_set == {"id", "role", "parts"}
+
+
+def test_native_bodies_of_a_file_rewritten_after_loading_are_not_taken_for_others(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "s.jsonl"
+    _native_file(path, [f"text {n}" for n in range(20)])
+    session = _load_native(path).session
+    assert session.body(3).text == "text 3"
+    # the same bytes but for the ids: what is now at the spans is other messages
+    data = path.read_bytes().replace(b'"id":"m', b'"id":"x')
+    with path.open("r+b") as fh:
+        fh.write(data)
+    assert session.body(3).text == "text 3"  # read before: kept
+    assert session.body(4) == Message(id="m4", role=Role.USER)  # no body to show
+    path.write_bytes(b"")
+    assert session.body(5) == Message(id="m5", role=Role.USER)
 
 
 def test_head_of_a_folder_is_marked(tmp_path: Path) -> None:

@@ -19,7 +19,6 @@ from inspector.core.summarize import (
     _carried_over,
     _error_lines,
     _last_error_lines,
-    _Ordered,
     _scanned,
     render_conversation,
     summarizer_from_config,
@@ -303,13 +302,17 @@ message_specs = st.lists(
 )
 
 
-@settings(max_examples=150, deadline=None)
-@given(message_specs, st.integers(0, 400))
-def test_property_never_exceeds_the_budget_and_is_deterministic(specs, budget) -> None:
-    messages = [
+def messages_of(specs: list[tuple[Role, str]]) -> list[Message]:
+    return [
         output(body, id=f"r{i}") if role is Role.TOOL else text(role, body, f"m{i}")
         for i, (role, body) in enumerate(specs)
     ]
+
+
+@settings(max_examples=150, deadline=None)
+@given(message_specs, st.integers(0, 400))
+def test_property_never_exceeds_the_budget_and_is_deterministic(specs, budget) -> None:
+    messages = messages_of(specs)
     summarizer = LocalSummarizer()
     summary = summarizer.summarize(messages, budget)
     assert summarizer.measure(summary) <= budget
@@ -565,10 +568,7 @@ fact_texts = st.lists(fact_words, min_size=1, max_size=5).map(" ".join)
     st.integers(1, 200),
 )
 def test_what_a_summary_carries_over_is_what_reading_it_again_gives(specs, budget) -> None:
-    messages = [
-        output(body, id=f"r{i}") if role is Role.TOOL else text(role, body, f"m{i}")
-        for i, (role, body) in enumerate(specs)
-    ]
+    messages = messages_of(specs)
     summarizer = LocalSummarizer()
     summary = summarizer.summarize(messages, budget)
     if summary in summarizer._rendered:
@@ -596,10 +596,7 @@ class FourChars:
 def test_the_lines_dropped_without_rendering_are_those_a_rendering_search_drops(
     specs, budget
 ) -> None:
-    messages = [
-        output(body, id=f"r{i}") if role is Role.TOOL else text(role, body, f"m{i}")
-        for i, (role, body) in enumerate(specs)
-    ]
+    messages = messages_of(specs)
     counted = LocalSummarizer(FourChars()).summarize(messages, budget)
     assert LocalSummarizer().summarize(messages, budget) == counted
 
@@ -630,11 +627,239 @@ def test_a_counter_with_the_default_measure_drops_the_same_lines() -> None:
     assert FourChars().count(SESSION_SUMMARY_CHECK) <= 120
 
 
-@given(st.lists(st.lists(st.sampled_from(list("abcdefg")), max_size=6, unique=True), max_size=6))
-def test_ordered_lines_move_to_the_end_in_batches_as_one_by_one(batches) -> None:
-    batch, single = _Ordered(), _Ordered()
-    for lines in batches:
-        batch.extend_distinct(lines)
-        for line in lines:
-            single.add(line)
-    assert batch.lines() == single.lines()
+# --------------------------------------------------------------------------------------------
+# Faster ways to the same result, each against a plainly written reference
+
+
+def moved_to_the_end(lines: list[str]) -> list[str]:
+    """Each line moved to the end as it comes: the order of their latest mention."""
+    ordered: dict[str, None] = {}
+    for line in lines:
+        ordered.pop(line, None)
+        ordered[line] = None
+    return list(ordered)
+
+
+@given(st.lists(st.sampled_from(["a", "b", "c", " c ", "c", "d \t e", "d e", ""]), max_size=20))
+def test_lines_are_kept_once_at_their_latest_mention(lines: list[str]) -> None:
+    assert summarize._latest(lines) == moved_to_the_end(lines)
+    one_line = [" ".join(line.split()) for line in lines]
+    assert summarize._distinct_lines(lines) == tuple(
+        moved_to_the_end([line for line in one_line if line])
+    )
+
+
+def reference_paths(body: str) -> list[str]:
+    """The paths in ``body``, its tokens as ``_TOKEN`` finds them, newest mention last."""
+    latest: dict[str, None] = {}
+    for token in reversed(summarize._TOKEN.findall(body)):
+        if "/" not in token and "." not in token and token not in summarize._BARE_FILES:
+            continue
+        path = summarize._LINE_SUFFIX.sub("", token.strip(".:!?"))
+        if summarize._looks_like_path(path) and path not in latest:
+            latest[path] = None
+    return list(reversed(latest))
+
+
+path_words = st.sampled_from(
+    [
+        "src/a.py",
+        "src/a.py:12:",
+        "src/a.py:1:2:3",
+        "src/a.py:\u0663",
+        "./b.ts.",
+        "~/c/d",
+        "ab/cd/ef",
+        "a/b",
+        "a.b",
+        "v1.2",
+        "..",
+        "/",
+        "e.g.",
+        "Makefile",
+        "Makefile:",
+        "Gemfile.lock",
+        "README",
+        "MD",
+        "user@host.com",
+        "http://x.y/z.py",
+        "\u00dfrc/\u00e4.py",
+        "src/\ud800.py",
+        "word",
+        "more words of prose here",
+        "x" * 70,
+    ]
+)
+token_breaks = st.sampled_from(
+    [
+        *(" ", "  ", "\t", "\n", "\r\n", "\x0b", "\x0c", "\x1c", "\x1f", "\x85", "\xa0"),
+        *("\u2028", "\u3000", *"()[]{}<>'\"`,;|="),
+    ]
+)
+texts_with_paths = st.lists(st.tuples(path_words, token_breaks), max_size=120).map(
+    lambda pieces: "".join(word + gap for word, gap in pieces)
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    texts_with_paths,
+    st.sampled_from(
+        [
+            {},  # as it is
+            # ASCII texts: every token found one by one, or the first one found, then the rest
+            # split whole
+            {"_MARKED_MIN": 0, "_CHARS_PER_MARK": 0, "_CHARS_PER_MARKED": 0},
+            {"_MARKED_MIN": 0, "_CHARS_PER_MARK": 0, "_MARKED_SLACK": -(10**9)},
+        ]
+    ),
+)
+def test_the_paths_in_a_text_are_those_its_tokens_name(body: str, settings_: dict[str, int]) -> None:
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in settings_.items():
+            patch.setattr(summarize, name, value)
+        assert summarize._paths_in(body) == reference_paths(body)
+        assert summarize._paths_in(body) == reference_paths(body)  # from the memo
+        ascii_body = body.encode("ascii", "ignore").decode()
+        assert summarize._paths_in(ascii_body) == reference_paths(ascii_body)
+    assert summarize._tokens(body) == summarize._TOKEN.findall(body)
+
+
+@given(st.text(alphabet=st.sampled_from(list(":0123456789a.\u0663\u00b2")), max_size=12))
+def test_a_line_suffix_is_taken_away_as_the_expression_does(token: str) -> None:
+    assert summarize._without_line_suffix(token) == summarize._LINE_SUFFIX.sub("", token)
+
+
+def reference_error_hit(raw: str) -> str:
+    if not summarize._ERROR.search(raw):
+        return ""
+    line = summarize._undecorated(raw)
+    if not line or not summarize._ERROR.search(line) or summarize._NOT_ERROR.search(line):
+        return ""
+    return line if summarize._TWO_WORDS.search(line) else ""
+
+
+error_words = st.sampled_from(
+    [
+        *("no", "No", "NO", "0", "10", "zero", "without", "WithOut", "errors", "Error:"),
+        *("failed", "FAILURES", "exception", "IndexError", "x", "ok", "===", "---", "___"),
+        *("a_b", "fa\u0130led", "\u0131", "exception\u017f", "\u212a", "\u00e9"),
+    ]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(error_words, st.sampled_from([" ", "  ", "\t", "", "\xa0"]))))
+def test_error_lines_are_what_the_expressions_find(pieces: list[tuple[str, str]]) -> None:
+    raw = "".join(word + gap for word, gap in pieces)
+    assert summarize._error_hit(raw) == reference_error_hit(raw)
+
+
+@given(st.text(alphabet=st.sampled_from(list("ab [xX]-*•1.) \t\u00a0:")), max_size=10))
+def test_a_dash_and_a_space_are_what_the_list_marker_takes(rest: str) -> None:
+    line = "- " + rest
+    if not line[2:3].isspace() and line[2:3] != "[":  # ``_next_steps`` takes "- " itself
+        assert summarize._LIST_ITEM.match(line)
+        assert summarize._LIST_ITEM.sub("", line) == line[2:]
+
+
+def test_an_error_its_fix_and_a_decision_are_each_on_one_line() -> None:
+    messages = [
+        output("src/a.py:1: error: boom", id="r"),
+        text(
+            Role.ASSISTANT, "Fixed  it\twith a guard, because   it was needed.  Then ran it.", "a"
+        ),
+    ]
+    summary = LocalSummarizer().summarize(messages, 500)
+    fix = "Fixed it with a guard, because it was needed."
+    assert section(summary, "Errors") == [f"src/a.py:1: error: boom → {fix}"]
+    assert section(summary, "Decisions") == [fix]
+
+
+def reference_summary(messages: list[Message], budget: int) -> str | None:
+    """The summary as its rule says: the least valuable lines go first (by value, then the
+    later section, then the older line) until the rendering fits; None: a single line left."""
+    extracted = summarize._extract(messages)
+    sections = [extracted[section.key] for section in summarize._SECTIONS]
+    ranked: list[tuple[float, int, int]] = []
+    for s_index, (section, items) in enumerate(zip(summarize._SECTIONS, sections, strict=True)):
+        for position in range(len(items)):
+            value = section.weight + (position + 1) / (len(items) + 1)
+            if s_index == 0 and position == 0:
+                value += summarize._FIRST_REQUEST_BONUS
+            ranked.append((value, -s_index, position))
+    ranked.sort()
+    for dropped in range(len(ranked)):
+        gone = {(-minus, position) for _, minus, position in ranked[:dropped]}
+        blocks = []
+        for s_index, (section, items) in enumerate(zip(summarize._SECTIONS, sections, strict=True)):
+            body = [f"- {line}" for p, line in enumerate(items) if (s_index, p) not in gone]
+            if body:
+                blocks.append("\n".join([section.header, *body]))
+        rendered = "\n\n".join(blocks)
+        if -(-len(rendered) // 4) <= budget:
+            return rendered
+    return None
+
+
+@settings(max_examples=200, deadline=None)
+@given(message_specs, st.integers(1, 300))
+def test_the_least_valuable_lines_are_dropped_first(specs, budget) -> None:
+    messages = messages_of(specs)
+    expected = reference_summary(messages, budget)
+    if expected is not None and messages:
+        summarizer = LocalSummarizer()
+        summary = summarizer.summarize(messages, budget)
+        assert summary == expected
+        assert summarizer._rendered[summary] == _carried_over(summary)
+
+
+call_arguments = st.sampled_from(
+    [
+        {"command": "ls  src/a.py\n  && echo  x"},
+        {"command": ["bash", "-lc", "  make\ttest  "]},
+        {"path": "  src/a b.py  "},
+        {"path": "\t"},
+        {"file_path": "src/x.py", "content": "see src/y.py:3: error: no\n\tbad  thing"},
+        "not json src/z.py",
+    ]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.tuples(st.sampled_from([Role.USER, Role.ASSISTANT, Role.TOOL]), words),
+            st.tuples(st.just("call"), call_arguments),
+            st.tuples(st.just("error"), words),
+        ),
+        max_size=10,
+    )
+)
+def test_the_lines_of_facts_are_on_one_line_and_not_empty(specs) -> None:
+    # what ``_extract`` keeps once each at its latest mention, without making them one line
+    messages: list[Message] = []
+    for i, (kind, body) in enumerate(specs):
+        if kind == "call":
+            messages.append(call("bash", body, f"c{i}"))
+        elif kind == "error":
+            messages.append(output(body, is_error=True, id=f"e{i}"))
+        elif kind is Role.TOOL:
+            messages.append(output(body, id=f"r{i}"))
+        else:
+            messages.append(text(kind, body, f"m{i}"))
+    summarizer = LocalSummarizer()
+    summary = summarizer.summarize(messages, 300)
+    messages.append(
+        Message(
+            id="s",
+            role=Role.USER,
+            kind=MessageKind.SUMMARY,
+            parts=(Part(type=PartType.TEXT, text="[Summary]\n" + summary + "\n- x  y"),),
+        )
+    )
+    for message in messages:
+        facts = summarizer._facts_of(message)
+        for line in (*facts.earlier, *facts.files, *facts.commands, *facts.errors):
+            assert line and line == " ".join(line.split())
