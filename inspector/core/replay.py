@@ -308,8 +308,8 @@ def _replay(
                 skip_summary = False
                 continue  # the recording's own compaction summary: the replay writes its own
             message = session.body(rec.position)
-            if rec.id in dropped_sizes:
-                message = _undropped(message, dropped_sizes.pop(rec.id))
+            if dropped_sizes and message.id in dropped_sizes:  # the body's id is the record's
+                message = _undropped(message, dropped_sizes.pop(message.id))
                 tokens = estimate(message)
             else:
                 tokens = rec.estimate if reuse_estimates else estimate(message)

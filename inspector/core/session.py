@@ -197,7 +197,6 @@ class MessageRow(NamedTuple):
     """One message as ``Session.message_rows`` gives it."""
 
     position: int  # the message's index in the session
-    id: str
     kind: MessageKind
     sent_in_main: bool  # visible, in the main thread: what the main agent's model is sent
     estimate: int
@@ -698,18 +697,17 @@ class Session:
             )
 
     def message_rows(self) -> Iterator[MessageRow]:
-        """Every message's index, id, kind, whether it is sent to the model in the main thread,
+        """Every message's index, kind, whether it is sent to the model in the main thread,
         estimate and event index, as plain tuples: what one pass over every message needs
-        (a replay), without making a record (its flags, span) per message."""
+        (a replay), without making a record (its id, flags, span) per message."""
         t = self.table
-        ids, kind, thread, flags = t.ids, t.kind, t.thread, t.flags
+        kind, thread, flags = t.kind, t.thread, t.flags
         estimate, event_index = t.estimate, t.event_index
         main = t.threads.index(MAIN_THREAD) if MAIN_THREAD in t.threads else -1
         visible = int(Flag.VISIBLE)
         for i in range(len(t)):
             yield MessageRow(
                 i,
-                ids[i],
                 _KINDS[kind[i]],
                 thread[i] == main and bool(flags[i] & visible),
                 estimate[i],

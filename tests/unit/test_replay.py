@@ -385,3 +385,26 @@ def test_a_replay_makes_no_reference_cycle_and_leaves_the_collector_as_it_was(na
         assert gc.isenabled() == was_enabled
     finally:
         gc.unfreeze()  # the test process's objects go back to the collector
+
+
+def test_an_output_the_recording_dropped_is_restored_at_its_recorded_size() -> None:
+    """The recording replaced a tool output that did not fit: the replay puts one of the
+    recorded size back (its text is unknown), so the replayed policy decides again."""
+    s = Session(estimator=chars4)
+    placeholder = Part(type=PartType.TOOL_RESULT, text="(dropped)", tool_name="bash", call_id="c")
+    s.append(
+        [
+            msg("sys", Role.SYSTEM, 10),
+            RequestSent(),
+            ToolOutputChanged(
+                action=ToolOutputAction.DROPPED, tokens=500, tool="bash", message_id="t1"
+            ),
+            added("t1", Role.TOOL, MessageKind.TOOL_RESULT, placeholder),
+            msg("t2", Role.TOOL, 20, MessageKind.TOOL_RESULT),
+            RequestSent(),
+        ]
+    )
+    result = replay(s, profile(), estimate=chars4, summarizer=EchoSummarizer())
+    sizes = {item.id: item.tokens for item in result.items}
+    assert sizes["t1"] >= 500 and sizes["t2"] == 20  # only the dropped one is restored
+    assert "content is unknown" in next(i for i in result.items if i.id == "t1").message.text

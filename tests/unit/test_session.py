@@ -260,7 +260,7 @@ def test_message_rows_agree_with_the_records() -> None:
     rows = list(s.message_rows())
     records = list(s.records())
     assert [r.sent_in_main for r in rows] == [True, False, True, False, True]
-    assert [(r.position, r.id, r.kind, r.estimate, r.event_index) for r in rows] == [
-        (r.index, r.id, r.kind, r.estimate, r.event_index) for r in records
+    assert [(r.position, r.kind, r.estimate, r.event_index) for r in rows] == [
+        (r.index, r.kind, r.estimate, r.event_index) for r in records
     ]
     assert [r.sent_in_main for r in rows] == [r.visible and r.thread == "main" for r in records]
