@@ -554,6 +554,7 @@ def _last_error_lines_lf(text: str, is_error: bool, keep: int) -> list[str]:
     bound = low
     last = [-1] * len(_ERROR_WORDS)
     window = _ERROR_WINDOW
+    plain: bool | None = None  # whether the lines' only whitespace is single spaces, once asked
     while True:
         at = max(last)
         while at < 0 and low > 0:
@@ -569,7 +570,15 @@ def _last_error_lines_lf(text: str, is_error: bool, keep: int) -> list[str]:
         end = text.find("\n", at)
         hit = _error_hit(text[start:] if end < 0 else text[start:end])
         if hit:
-            if hit in found or _may_repeat(hit, text, start):
+            if hit in found or text.find(hit, 0, start) >= 0:
+                return list(dict.fromkeys(_error_lines(text, is_error)))[-keep:]
+            # not before ``start`` as it is: when the lines hold no whitespace but single
+            # spaces (no tab, no "\x1f", no two spaces in a row), a line is on one line already
+            # but for a space at either end, so no line before makes ``hit`` (an error line is
+            # its raw line on one line, or a part of it)
+            if plain is None:
+                plain = "  " not in text and "\t" not in text and "\x1f" not in text
+            if not plain and _may_repeat(hit, text, start):
                 return list(dict.fromkeys(_error_lines(text, is_error)))[-keep:]
             found.append(hit)
             if len(found) >= keep:
@@ -809,6 +818,91 @@ def _fingerprint(message: Message) -> tuple[object, ...]:
     )
 
 
+_CHECK_BOXES = ("[ ]", "[x]", "[X]")  # what ``_LIST_ITEM`` takes away after a list marker
+
+
+class _DropPlan(NamedTuple):
+    """How ``LocalSummarizer.summarize`` drops lines when the budget is short, for given
+    section sizes (it depends on nothing else; lines are counted section after section)."""
+
+    order: list[int]  # the lines, the least valuable first
+    owners: list[int]  # the section of each line of ``order``
+    costs: list[int]  # what dropping each line of ``order`` takes off the rendering, less the line
+    frame: int  # the rendering's length less its lines
+
+
+# the plans for summaries of up to ``_PLANNED_LINES`` lines, by their section sizes
+_PLANS: dict[tuple[int, ...], _DropPlan] = {}
+_PLANS_SIZE = 512
+_PLANNED_LINES = 256
+
+
+def _drop_plan(sizes: tuple[int, ...]) -> _DropPlan:
+    """The ``_DropPlan`` for sections of these sizes.
+
+    A line's value is its section's weight plus its recency in the section; the first request
+    gets a bonus. The least valuable go first, then on equal values the later section, then
+    the older line: the lines are listed in that last order (the sections from the last, each
+    oldest first), and sorting keeps the order of equal values, so sorting by value alone is
+    enough (floats compare faster than tuples).
+
+    The rendering: a block per section with lines, its header then "\n- " and a line per
+    line, the blocks separated by "\n\n". A section's values grow with recency, so its newest
+    line is the last of it to go, and its header and a "\n\n" go with it (another section is
+    still shown, unless no line is left, when the count is all the lines whatever the
+    length). The task's newest line is not its last one: the first request goes last of all.
+    """
+    known = _PLANS.get(sizes)
+    if known is not None:
+        return known
+    values: list[float] = []
+    owner: list[int] = []  # the section of each line
+    emptied: dict[int, int] = {}  # the newest line of each section but the task: the header's cost
+    for s_index, (section, size) in enumerate(zip(_SECTIONS, sizes, strict=True)):
+        weight, share = section.weight, size + 1
+        values += [weight + (p + 1) / share for p in range(size)]
+        owner += [s_index] * size
+        if size and s_index:
+            emptied[len(values) - 1] = len(section.header) + 2
+    if sizes[0]:  # the first request (the task is the first section)
+        values[0] += _FIRST_REQUEST_BONUS
+    listed: list[int] = []
+    end = len(values)
+    for size in reversed(sizes):
+        listed += range(end - size, end)
+        end -= size
+    order = sorted(listed, key=values.__getitem__)
+    shown = [section for section, size in zip(_SECTIONS, sizes, strict=True) if size]
+    plan = _DropPlan(
+        order,
+        [owner[index] for index in order],
+        [3 + emptied.get(index, 0) for index in order],  # with "- " and the line's break
+        3 * len(order) + sum(len(section.header) for section in shown) + 2 * (len(shown) - 1),
+    )
+    if len(order) <= _PLANNED_LINES:
+        if len(_PLANS) >= _PLANS_SIZE:
+            _PLANS.clear()
+        _PLANS[sizes] = plan
+    return plan
+
+
+def _fewest_dropped(plan: _DropPlan, texts: Sequence[str], budget_tokens: int) -> int:
+    """The fewest lines to drop (in ``plan.order``) so that the rendering fits the budget under
+    the default measure, a token per four characters: the rendering's length is kept as lines
+    are dropped, without rendering (what ``summarize``'s search finds by rendering)."""
+    limit = 4 * budget_tokens  # the longest rendering within the budget
+    length = plan.frame + sum(map(len, texts))
+    if length <= limit:
+        return 0
+    dropped = 0
+    for index, cost in zip(plan.order, plan.costs, strict=True):
+        length -= len(texts[index]) + cost
+        dropped += 1
+        if length <= limit:
+            break
+    return dropped
+
+
 def _next_steps(last: str) -> list[str]:
     next_steps: list[str] = []
     for line in last.splitlines():
@@ -841,27 +935,24 @@ def _extract(
     commands: list[str] = []
     errors: list[str] = []
     decisions: list[str] = []
+    summaries = 0  # the facts ``earlier`` comes from
 
-    # what an error was followed by: the next assistant message with text, its first sentence
-    fixes = [""] * len(facts)
-    fix = ""
-    for index in range(len(facts) - 1, -1, -1):
-        fixes[index] = fix
-        if facts[index].said:
-            fix = facts[index].resolution
-
+    fixes: list[str] = []  # what each error was followed by, once one is met
     for index, fact in enumerate(facts):
         if fact.kind == "meta":
             continue
         if fact.kind == "summary":
-            earlier.extend(fact.earlier)
+            earlier += fact.earlier
+            summaries += 1
             continue
         if fact.request:
             requests.append(fact.request)
-        files.extend(fact.files)
-        commands.extend(fact.commands)
+        files += fact.files
+        commands += fact.commands
         if fact.errors:
-            errors.extend(fact.errors[:-1])
+            if not fixes:
+                fixes = _fixes(facts)
+            errors += fact.errors[:-1]
             last_error = fact.errors[-1]
             errors.append(
                 _one_line(f"{last_error} → {fixes[index]}") if fixes[index] else last_error
@@ -880,13 +971,34 @@ def _extract(
         task.extend(f"then: {r}" for r in later)
     return {
         "task": task,
-        "earlier": _latest(earlier),
+        # one summary's lines are distinct already
+        "earlier": earlier if summaries <= 1 else _latest(earlier),
         "files": _latest(files),
         "commands": _latest(commands),
         "errors": _latest(errors),
-        "decisions": [d for d in _latest(decisions) if d not in planned],
+        "decisions": [d for d in _latest(decisions) if d not in planned] if decisions else [],
         "next": next_steps,
     }
+
+
+def _fixes(facts: Sequence[_Facts]) -> list[str]:
+    """What each message was followed by: the first sentence of the next assistant message
+    with text (what an error line is followed by in the summary)."""
+    fixes = [""] * len(facts)
+    fix = ""
+    for index in range(len(facts) - 1, -1, -1):
+        fixes[index] = fix
+        if facts[index].said:
+            fix = facts[index].resolution
+    return fixes
+
+
+def forget_memos() -> None:
+    """Empty the memos every summarizer in the process shares (paths read from tokens, drop
+    plans), as in a new process: for a figure of a first summary, and for tests."""
+    _PATH_OF.clear()
+    _LOOKS_LIKE_PATH.clear()
+    _PLANS.clear()
 
 
 class LocalSummarizer:
@@ -935,28 +1047,23 @@ class LocalSummarizer:
             # rather than return nothing, which agents treat as a failed compaction
             note = f"(summary of {len(messages)} messages: no task, file, command or error found)"
             return note if self.measure(note) <= budget_tokens else note[: budget_tokens * 4]
-        # one key per line, as ``texts``: (value, -section, position within the section); a
-        # line's value is its section's weight plus its recency in the section
-        keys: list[tuple[float, int, int]] = []
-        for s_index, (section, items) in enumerate(zip(_SECTIONS, sections, strict=True)):
-            if items:
-                weight, minus, share = section.weight, -s_index, len(items) + 1
-                keys += [(weight + (p + 1) / share, minus, p) for p in range(len(items))]
-        if sections[0]:  # the first request (the task is the first section)
-            keys[0] = (keys[0][0] + _FIRST_REQUEST_BONUS, 0, 0)
-        # the least valuable first: by value, then the later section, then the older line
-        # (the keys never tie)
-        order = sorted(range(len(keys)), key=keys.__getitem__)
+        plan = _drop_plan(tuple(map(len, sections)))
+        order = plan.order
 
         def kept(dropped: int) -> list[list[str]]:
-            """Each section's lines less the first ``dropped`` of ``order``."""
+            """Each section's lines less the first ``dropped`` of ``order``.
+
+            Within a section the values grow with recency, so the lines ``order`` takes from
+            a section first are its oldest: a section keeps its newest lines. The first
+            request is the exception: its bonus puts it last of all, after the task's other
+            lines."""
             if not dropped:
                 return sections
-            lines = [list(items) for items in sections]
-            # the last first, so that the positions still to take out are where they were
-            for index in sorted(order[:dropped], reverse=True):
-                _, minus, position = keys[index]
-                del lines[-minus][position]
+            taken = plan.owners[:dropped]
+            lines = [items[taken.count(s_index) :] for s_index, items in enumerate(sections)]
+            count = taken.count(0)
+            if 0 < count < len(sections[0]):
+                lines[0] = [sections[0][0], *sections[0][count + 1 :]]
             return lines
 
         def render(lines: list[list[str]]) -> str:
@@ -967,21 +1074,21 @@ class LocalSummarizer:
             )
 
         if self._counter is None:
-            low = self._fewest_dropped(sections, order, keys, texts, budget_tokens)
-            if low < len(keys):
+            low = _fewest_dropped(plan, texts, budget_tokens)
+            if low < len(texts):
                 lines = kept(low)
                 return self._remember(render(lines), lines)
             return self._cut(texts[order[-1]], budget_tokens)
-        low, high = 0, len(keys)  # the fewest lines to drop so that the text fits
+        low, high = 0, len(texts)  # the fewest lines to drop so that the text fits
         while low < high:
             middle = (low + high) // 2
             if self.measure(render(kept(middle))) <= budget_tokens:
                 high = middle
             else:
                 low = middle + 1
-        while low < len(keys) and self.measure(render(kept(low))) > budget_tokens:
+        while low < len(texts) and self.measure(render(kept(low))) > budget_tokens:
             low += 1  # a real tokenizer is not always monotone in removed lines
-        if low < len(keys):
+        if low < len(texts):
             lines = kept(low)
             return self._remember(render(lines), lines)
         return self._cut(texts[order[-1]], budget_tokens)
@@ -997,8 +1104,9 @@ class LocalSummarizer:
         it ends with a colon (a heading, left out).
         """
         lines = list(chain.from_iterable(sections))
-        carried = [text for text in lines if text[0] != "[" and text[-1] != ":"]
-        if len(carried) < len(lines):  # a check box or a colon at the end
+        odd = [text for text in lines if text[0] == "[" or text[-1] == ":"]
+        # ``_unlisted`` takes a check box away, but leaves a line that starts with another "["
+        if any(text[:3] in _CHECK_BOXES or text[-1] == ":" for text in odd):
             carried = []
             for text in lines:
                 if text[0] == "[":
@@ -1007,45 +1115,12 @@ class LocalSummarizer:
                         continue
                 if text[-1] != ":":
                     carried.append(text)
-        lines = carried
+            lines = carried
         if len(self._rendered) >= self.RENDERED_SIZE:
             del self._rendered[next(iter(self._rendered))]
         # each line once, at its latest place (``_distinct_lines``)
         self._rendered[summary] = tuple(reversed(dict.fromkeys(reversed(lines))))
         return summary
-
-    @staticmethod
-    def _fewest_dropped(
-        sections: Sequence[Sequence[str]],
-        order: Sequence[int],
-        keys: Sequence[tuple[float, int, int]],
-        texts: Sequence[str],
-        budget_tokens: int,
-    ) -> int:
-        """The fewest lines to drop (in ``order``) so that the rendering fits the budget under
-        the default measure, a token per four characters: the rendering's length is kept as
-        lines are dropped, without rendering (what ``summarize``'s search finds by rendering)."""
-        kept = [len(items) for items in sections]
-        # a section's block: its header, then "\n- " and a line per kept line; blocks are
-        # separated by "\n\n"
-        blocks = [
-            len(section.header) + sum(map(len, items)) + 3 * len(items)
-            for section, items in zip(_SECTIONS, sections, strict=True)
-        ]
-        shown = sum(1 for count in kept if count)
-        length = sum(b for b, count in zip(blocks, kept, strict=True) if count) + 2 * (shown - 1)
-        dropped = 0
-        for index in order:
-            if -(-length // 4) <= budget_tokens:
-                return dropped
-            section = -keys[index][1]
-            kept[section] -= 1
-            length -= len(texts[index]) + 3  # "- " and its line break
-            if kept[section] == 0:
-                length -= len(_SECTIONS[section].header) + (2 if shown > 1 else 0)
-                shown -= 1
-            dropped += 1
-        return dropped
 
     def _cut(self, text: str, budget_tokens: int) -> str:
         """The one line left, alone, cut to the budget when it is longer."""

@@ -179,6 +179,23 @@ def test_goagent_tool_call_args_are_go_marshalled() -> None:
     assert estimate_message("goagent", msg(call("ls", ""), role=Role.ASSISTANT)) == 1
 
 
+def test_goagent_sums_every_part_whatever_the_order() -> None:
+    # the text of a tool call or an image is not counted; a lone surrogate is 3 bytes
+    parts = [
+        text("héllo"),  # 6
+        THINKING,  # 15
+        Part(type=PartType.TOOL_CALL, text="not counted", tool_name="ls", arguments='{"a":"<"}'),
+        IMAGE,  # 4800
+        result("abc\ud800"),  # 6
+        Part(type=PartType.ATTACHMENT, text="att"),  # 3
+        Part(type=PartType.IMAGE, text="not counted"),  # 4800
+    ]
+    name_and_args = len("ls") + len('{"a":"\\u003c"}')
+    expected = math.ceil((6 + 15 + name_and_args + 4800 + 6 + 3 + 4800) / 4)
+    for order in (parts, parts[::-1], parts[3:] + parts[:3]):
+        assert estimate_message("goagent", msg(*order, role=Role.ASSISTANT)) == expected
+
+
 # -- Fifth: max(1, bytes // 4); tiktoken (text + newline) above 1000 bytes ------------
 
 

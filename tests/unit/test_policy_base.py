@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inspector.core.model import Message, Part, PartType, Role
+from inspector.core.model import Message, MessageKind, Part, PartType, Role
 from inspector.core.policies.base import (
     Action,
     ContextItem,
@@ -18,6 +18,7 @@ from inspector.core.policies.base import (
     admitted,
     full_changes,
     replace_text,
+    summary_message,
     total,
     unchanged,
     visible_total,
@@ -148,3 +149,58 @@ def test_full_changes_fills_in_the_kept_items_in_order_then_the_added() -> None:
         ("c", ItemStatus.SUMMARIZED, 3, 0),
         ("s", ItemStatus.ADDED, 0, 9),
     ]
+
+
+def same_model(made: Message, validated: Message) -> None:
+    """Equal, with the same fields set (the message's and its parts'), dumped alike."""
+    assert made == validated and made.model_dump_json() == validated.model_dump_json()
+    assert made.model_fields_set == validated.model_fields_set
+    assert [p.model_fields_set for p in made.parts] == [p.model_fields_set for p in validated.parts]
+    assert repr(made) == repr(validated)
+
+
+TOOL_PART = Part(type=PartType.TOOL_RESULT, text="out", tool_name="bash", call_id="c1")
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        Message(id="t", role=Role.TOOL, kind=MessageKind.TOOL_RESULT, parts=(TOOL_PART,)),
+        Message(id="e", role=Role.USER, thread="sub", timestamp="2024", visible=False),
+        Message(
+            id="c",
+            role=Role.ASSISTANT,
+            parts=(Part(type=PartType.TOOL_CALL, tool_name="ls", arguments="{}"), TOOL_PART),
+        ),
+        Message(id="i", role=Role.USER, parts=(Part(type=PartType.IMAGE, data_bytes=5),)),
+        Message.model_construct(id="bare", role=Role.USER),  # "parts" not among the fields set
+    ],
+)
+@pytest.mark.parametrize("text", ["", "short", "é😀\r\n"])
+def test_replace_text_is_the_validated_copy(message: Message, text: str) -> None:
+    first = message.parts[0] if message.parts else None
+    part = Part(
+        type=first.type
+        if first is not None and first.type in (PartType.TEXT, PartType.TOOL_RESULT)
+        else PartType.TEXT,
+        text=text,
+        tool_name=first.tool_name if first is not None else None,
+        call_id=first.call_id if first is not None else None,
+    )
+    replaced = replace_text(message, text)
+    same_model(replaced, message.model_copy(update={"parts": (part,)}))
+    # copying it again (pydantic copies the fields set before it adds to it) leaves it be
+    renamed = replaced.model_copy(update={"model": "m"})
+    assert "model" in renamed.model_fields_set and "model" not in replaced.model_fields_set
+    assert "parts" not in message.model_fields_set or message.model_fields_set == (
+        replaced.model_fields_set
+    )
+
+
+@pytest.mark.parametrize("role", [Role.USER, Role.ASSISTANT, Role.SYSTEM])
+def test_summary_message_is_the_validated_message(role: Role) -> None:
+    validated = Message(
+        id="s:1", role=role, kind=MessageKind.SUMMARY, parts=(Part(type=PartType.TEXT, text="é"),)
+    )
+    same_model(summary_message("s:1", "é", role), validated)
+    same_model(summary_message("s:1", "é"), validated.model_copy(update={"role": Role.USER}))

@@ -6,11 +6,18 @@ import hashlib
 from collections.abc import Sequence
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inspector.core.model import Message, MessageKind, Part, PartType, Role
-from inspector.core.policies.base import Action, ContextItem, ItemStatus, Policy, full_changes
+from inspector.core.policies.base import (
+    Action,
+    ContextItem,
+    ContextList,
+    ItemStatus,
+    Policy,
+    full_changes,
+)
 from inspector.core.policies.goagent import (
     POLICY,
     _limits,
@@ -374,6 +381,149 @@ def test_truncate_applies_the_limits_to_every_tool_output() -> None:
         ItemStatus.KEPT,
     ]
     assert not POLICY.truncate(items[2:], profile, est).fired
+
+
+def reference_limit(text: str, profile: GoAgentProfile) -> tuple[str, dict[str, object]] | None:
+    """``truncateToolContent`` written plainly: each measure taken again on the text it is
+    about, the bytes always encoded (what ``limit_tool_output`` must agree with)."""
+
+    def lines(s: str) -> int:
+        return 0 if s == "" else s.count("\n") + 1
+
+    def size(s: str) -> int:
+        return len(s.encode("utf-8", "surrogatepass"))
+
+    def human(n: int) -> str:
+        if n < 1024:
+            return f"{n}B"
+        return f"{n / 1024:.1f}KB" if n / 1024 < 1024 else f"{n / 1024 / 1024:.1f}MB"
+
+    if text == "":
+        return None
+    total = {"total_lines": lines(text), "total_bytes": size(text), "total_chars": len(text)}
+    if 0 < profile.tool_output_large_threshold < len(text):
+        return None  # the spill notice is checked on its own
+    max_lines = profile.tool_output_max_lines
+    max_bytes = profile.tool_output_max_bytes
+    max_chars = profile.tool_output_max_chars
+    if max_lines <= 0 and max_bytes <= 0 and max_chars <= 0:
+        return None
+    limit = max_lines if max_lines > 0 else lines(text)
+    split = text.split("\n")
+    if (
+        len(split) <= limit
+        and (max_bytes <= 0 or size(text) <= max_bytes)
+        and (max_chars <= 0 or len(text) <= max_chars)
+    ):
+        return None
+    output = text
+    if len(split) > limit:
+        if profile.tool_output_truncate_mode != "head_tail" or limit < 4:
+            output = "\n".join(split[:limit])
+        else:
+            marker = f"... [truncated {len(split) - limit} lines] ..."
+            tail = split[len(split) - (limit - limit // 2) :]
+            output = "\n".join([*split[: limit // 2], marker, *tail])
+    by = "lines" if output != text else ""
+    if max_chars > 0:
+        output = output[:max_chars]
+    if not by and len(output) < len(text):
+        by = "chars"
+    if 0 < max_bytes < size(output):
+        output = output.encode("utf-8", "surrogatepass")[:max_bytes].decode("utf-8", "ignore")
+    if not by and size(output) < size(text):
+        by = "bytes"
+    shown = {"output_lines": lines(output), "output_bytes": size(output)}
+    notice = (
+        f"\n\n[tool output truncated: showing {shown['output_lines']}/{total['total_lines']} "
+        f"lines, {human(shown['output_bytes'])}/{human(total['total_bytes'])} bytes, "
+        f"{len(output)}/{len(text)} chars]"
+    )
+    figures = {"spilled": False, "truncated_by": by, **total, **shown}
+    return output + notice, {**figures, "output_chars": len(output)}
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["a", "bc", " ", "\n", "\r\n", "é", "😀", "\ud800", "\x00"]),
+        max_size=60,
+    ),
+    st.tuples(*[st.integers(min_value=-2, max_value=3)] * 3),
+    st.tuples(*[st.integers(min_value=0, max_value=1)] * 3),
+    st.booleans(),
+)
+def test_the_limits_agree_with_the_plain_algorithm(
+    pieces: list[str], offsets: tuple[int, int, int], off: tuple[int, int, int], head: bool
+) -> None:
+    # limits around the text's own size (under, at and over each, or off), ASCII or not
+    text = "".join(pieces)
+    sizes = (text.count("\n") + 1, len(text.encode("utf-8", "surrogatepass")), len(text))
+    max_lines, max_bytes, max_chars = (
+        0 if disabled else max(1, n + d) for n, d, disabled in zip(sizes, offsets, off, strict=True)
+    )
+    profile = GoAgentProfile(
+        tool_output_max_lines=max_lines,
+        tool_output_max_bytes=max_bytes,
+        tool_output_max_chars=max_chars,
+        tool_output_truncate_mode="head" if head else "head_tail",
+    )
+    limited = limit_tool_output(text, profile)
+    expected = reference_limit(text, profile)
+    assert (limited is None) == (expected is None)
+    if limited is not None and expected is not None:
+        assert (limited.text, limited.as_dict()) == expected
+
+
+def test_an_ascii_output_cut_by_characters_then_bytes_counts_the_lines_it_keeps() -> None:
+    text = "ab\n" * 10  # 30 characters, 11 lines
+    for limits, shown in (
+        ({"tool_output_max_chars": 7, "tool_output_max_bytes": 20}, "3/11 lines, 7B/30B"),
+        ({"tool_output_max_chars": 20, "tool_output_max_bytes": 8}, "3/11 lines, 8B/30B"),
+        ({"tool_output_max_chars": 0, "tool_output_max_bytes": 9}, "4/11 lines, 9B/30B"),
+        ({"tool_output_max_chars": 9, "tool_output_max_bytes": 9}, "4/11 lines, 9B/30B"),
+    ):
+        limited = limit_tool_output(text, GoAgentProfile(**limits))  # type: ignore[arg-type]
+        assert limited is not None and f"showing {shown} bytes" in limited.text
+    # the line limit cuts first: the lines are those of the cut text
+    limited = limit_tool_output(text, GoAgentProfile(tool_output_max_lines=4))
+    assert limited is not None and "showing 5/11 lines" in limited.text
+
+
+def test_a_line_cut_that_changes_nothing_is_not_reported_as_one() -> None:
+    # five lines over a limit of four, the middle one the marker itself: the cut text is the
+    # text, so the characters are what cut it (and the lines shown are counted on it)
+    text = "a\nb\n... [truncated 1 lines] ...\nc\nd"
+    limited = limit_tool_output(
+        text, GoAgentProfile(tool_output_max_lines=4, tool_output_max_chars=3)
+    )
+    assert limited is not None and limited.truncated_by == "chars"
+    assert (limited.output_lines, limited.output_chars) == (2, 3)
+
+
+def test_manage_acts_alike_on_a_context_list_and_a_plain_list() -> None:
+    system = it(text_msg("sys", Role.SYSTEM, "prompt"), 500)
+    for body in (
+        [user("u", 3_000), tool("t", 2_500), assistant("a", 3_000), tool("t2", 100)],
+        [user("u", 100), assistant("a", 100, visible=False)],  # nothing to do
+        [tool(f"t{i}", 400) for i in range(12)],  # tool summaries, then compaction
+        [tool(f"t{i}", 10) for i in range(10)],  # at the cutoff: no summary
+    ):
+        items = [system, *body]
+        plain = POLICY.manage(items, PROFILE, est, FakeSummarizer())
+        kept = POLICY.manage(ContextList(items), PROFILE, est, FakeSummarizer())
+        assert plain == kept
+        assert all(r.fired for r in plain)
+        actions = [r.action for r in plain]
+        compact = POLICY.compact(
+            plain[0].items if plain and actions[0] is Action.PRUNE else items,
+            PROFILE,
+            est,
+            FakeSummarizer(),
+        )
+        assert (Action.COMPACT in actions) == compact.fired
+        if compact.fired:
+            assert plain[-1] == compact
 
 
 def test_the_policy_needs_the_goagent_profile() -> None:

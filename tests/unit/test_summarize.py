@@ -529,6 +529,59 @@ def test_the_last_error_lines_read_from_the_end_are_the_distinct_last_ones(
         assert _last_error_lines(body, is_error, keep) == expected
 
 
+# the same error line with other spacing, and lines with the same words in another order
+SPACED_ERROR_LINES = [
+    "parse error in alpha",
+    "parse  error in alpha",
+    "parse\terror in alpha",
+    "parse\x1ferror in alpha",
+    " parse error in alpha ",
+    "=== parse error in alpha ===",
+    "alpha in parse error",
+    "in alpha parse error",
+    "parse error in",
+    "error in alpha",
+    "all good",
+]
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(st.sampled_from(SPACED_ERROR_LINES), max_size=12),
+    st.booleans(),
+    st.integers(1, 4),
+)
+def test_an_error_line_met_again_with_other_spacing_counts_once(
+    lines: list[str], is_error: bool, keep: int
+) -> None:
+    body = "\n".join(lines)
+    expected = list(dict.fromkeys(_error_lines(body, is_error)))[-keep:]
+    assert _last_error_lines(body, is_error, keep) == expected
+
+
+def test_a_cut_line_whose_words_all_come_earlier_is_read_from_the_end() -> None:
+    # a head and a tail joined: the tail's first line is cut, its words are all in earlier
+    # lines, but no earlier line is it
+    head = "\n".join(f"src/m{i}.py:{i}: parse error value retry" for i in range(30))
+    body = f"{head}\n... (truncated) ...\nvalue retry parse error\nsrc/z.py:99: fatal error here"
+    assert _last_error_lines(body, False, 3) == [
+        "src/m29.py:29: parse error value retry",
+        "value retry parse error",
+        "src/z.py:99: fatal error here",
+    ]
+    # the same line earlier with other spacing: it counts there, before the last three
+    for space in ("  ", "\t", "\x1f", " \t "):
+        spaced = body.replace(
+            "src/m3.py:3: parse error value retry", f"value{space}retry parse error"
+        )
+        assert _last_error_lines(spaced, False, 3) == [
+            "src/m28.py:28: parse error value retry",
+            "src/m29.py:29: parse error value retry",
+            "src/z.py:99: fatal error here",
+        ]
+    assert _last_error_lines(body, False, 3) == list(dict.fromkeys(_error_lines(body, False)))[-3:]
+
+
 def test_the_last_error_lines_of_a_long_output_come_from_its_end() -> None:
     filler = "\n".join(f"src/mod{i}.py:{i}: all good here" for i in range(400))
     body = f"src/a.py:1: error one\n{filler}\nsrc/b.py:2: error two\nsrc/c.py:3: error three\n"
@@ -553,7 +606,10 @@ def test_the_last_error_lines_of_a_long_output_come_from_its_end() -> None:
 # the summarizer's own lines, each made of these: some start with a check box, some end with a
 # colon (``_carried_over`` leaves those out)
 fact_words = st.sampled_from(
-    ["[x]", "[ ]", "[X]", "Error:", "fix", "src/a.py", "$", "done:", "will", "next", "é", "a:"]
+    [
+        *("[x]", "[ ]", "[X]", "[note]", "[", "Error:", "fix", "src/a.py", "$", "done:"),
+        *("will", "next", "é", "a:"),
+    ]
 )
 fact_texts = st.lists(fact_words, min_size=1, max_size=5).map(" ".join)
 
@@ -714,7 +770,9 @@ texts_with_paths = st.lists(st.tuples(path_words, token_breaks), max_size=120).m
         ]
     ),
 )
-def test_the_paths_in_a_text_are_those_its_tokens_name(body: str, settings_: dict[str, int]) -> None:
+def test_the_paths_in_a_text_are_those_its_tokens_name(
+    body: str, settings_: dict[str, int]
+) -> None:
     with pytest.MonkeyPatch.context() as patch:
         for name, value in settings_.items():
             patch.setattr(summarize, name, value)
@@ -774,6 +832,46 @@ def test_an_error_its_fix_and_a_decision_are_each_on_one_line() -> None:
     fix = "Fixed it with a guard, because it was needed."
     assert section(summary, "Errors") == [f"src/a.py:1: error: boom → {fix}"]
     assert section(summary, "Decisions") == [fix]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 9), min_size=7, max_size=7))
+def test_the_drop_plan_is_the_lines_by_value_then_later_section_then_older_line(
+    sizes: list[int],
+) -> None:
+    plan = summarize._drop_plan(tuple(sizes))
+    keys = []  # (value, -section, position), line by line, section after section
+    for s_index, (section, size) in enumerate(zip(summarize._SECTIONS, sizes, strict=True)):
+        for position in range(size):
+            value = section.weight + (position + 1) / (size + 1)
+            if s_index == 0 and position == 0:
+                value += summarize._FIRST_REQUEST_BONUS
+            keys.append((value, -s_index, position))
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    assert plan.order == order
+    assert plan.owners == [-keys[index][1] for index in order]
+    # the rendering's length, with one-character lines, as lines are dropped
+    for dropped in range(len(order)):  # the last line's cost is never asked for
+        gone = set(order[:dropped])
+        blocks = []
+        first = 0
+        for section, size in zip(summarize._SECTIONS, sizes, strict=True):
+            body = ["- x" for index in range(first, first + size) if index not in gone]
+            first += size
+            if body:
+                blocks.append("\n".join([section.header, *body]))
+        length = plan.frame + len(order) - sum(1 + cost for cost in plan.costs[:dropped])
+        assert length == len("\n\n".join(blocks))
+
+
+def test_the_lines_of_two_earlier_summaries_are_kept_once_at_their_latest_place() -> None:
+    def earlier(body: str, id: str) -> Message:
+        part = Part(type=PartType.TEXT, text=body)
+        return Message(id=id, role=Role.USER, kind=MessageKind.SUMMARY, parts=(part,))
+
+    messages = [earlier("- a\n- b\n- c", "s1"), earlier("- b\n- d", "s2")]
+    assert summarize._extract(messages)["earlier"] == ["a", "c", "b", "d"]
+    assert summarize._extract(messages[:1])["earlier"] == ["a", "b", "c"]
 
 
 def reference_summary(messages: list[Message], budget: int) -> str | None:
@@ -863,3 +961,15 @@ def test_the_lines_of_facts_are_on_one_line_and_not_empty(specs) -> None:
         facts = summarizer._facts_of(message)
         for line in (*facts.earlier, *facts.files, *facts.commands, *facts.errors):
             assert line and line == " ".join(line.split())
+
+
+def test_summaries_are_the_same_after_the_shared_memos_are_forgotten() -> None:
+    messages = [
+        text(Role.USER, "Fix src/app/main.py so that make test passes", "u"),
+        output("src/app/main.py:3: TypeError: bad operand\nsrc/app/util.py:9: ok", id="t"),
+    ]
+    first = LocalSummarizer().summarize(messages, 60)
+    summarize.forget_memos()
+    assert not summarize._PATH_OF and not summarize._LOOKS_LIKE_PATH and not summarize._PLANS
+    assert LocalSummarizer().summarize(messages, 60) == first
+    assert "src/app/main.py" in first

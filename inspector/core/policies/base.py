@@ -24,6 +24,7 @@ from operator import attrgetter, not_
 from typing import Any, Protocol, Self, SupportsIndex, overload
 
 from inspector.core.model import Message, MessageKind, Part, PartType, Role
+from inspector.core.packed import build, shared_set
 from inspector.core.profiles import Profile
 
 
@@ -284,7 +285,7 @@ def total(items: Sequence[ContextItem]) -> int:
     """The items' tokens: O(1) for a ``ContextList``."""
     if isinstance(items, ContextList):
         return items.tokens_total
-    return sum(item.tokens for item in items)
+    return sum(map(_TOKENS, items))
 
 
 def visible_total(items: Sequence[ContextItem]) -> int:
@@ -357,28 +358,64 @@ def full_changes(before: Sequence[ContextItem], result: PolicyResult) -> list[It
     return out
 
 
+# Policies write a message or a part for every output they cut and every summary: these are
+# built from values that are valid already (a str, a member of the enum, the fields of a
+# validated part), without validating them again; each is equal to the validated one, with the
+# same fields set.
+_PART_FIELDS: dict[str, Any] = {
+    name: None if info.is_required() else info.default for name, info in Part.model_fields.items()
+}
+_MESSAGE_FIELDS: dict[str, Any] = {
+    name: None if info.is_required() else info.default
+    for name, info in Message.model_fields.items()
+}
+_TEXT_PART_SET = shared_set({"type", "text"})
+_REPLACED_PART_SET = shared_set({"type", "text", "tool_name", "call_id"})
+_SUMMARY_SET = shared_set({"id", "role", "kind", "parts"})
+
+
+def text_part(text: str) -> Part:
+    """``Part(type=PartType.TEXT, text=text)``."""
+    if type(text) is not str:
+        return Part(type=PartType.TEXT, text=text)
+    part: Part = build(Part, {**_PART_FIELDS, "type": PartType.TEXT, "text": text}, _TEXT_PART_SET)
+    return part
+
+
 def replace_text(message: Message, text: str) -> Message:
     """The message with its content replaced by ``text`` (tool results stay tool results)."""
     first = message.parts[0] if message.parts else None
     part_type = first.type if first is not None else PartType.TEXT
-    if part_type not in (PartType.TEXT, PartType.TOOL_RESULT):
+    if part_type is not PartType.TEXT and part_type is not PartType.TOOL_RESULT:
         part_type = PartType.TEXT
-    part = Part(
-        type=part_type,
-        text=text,
-        tool_name=first.tool_name if first is not None else None,
-        call_id=first.call_id if first is not None else None,
-    )
-    return message.model_copy(update={"parts": (part,)})
+    tool_name = first.tool_name if first is not None else None
+    call_id = first.call_id if first is not None else None
+    if type(message) is not Message or type(text) is not str:
+        part = Part(type=part_type, text=text, tool_name=tool_name, call_id=call_id)
+        return message.model_copy(update={"parts": (part,)})
+    data = {**_PART_FIELDS, "type": part_type, "text": text}
+    data["tool_name"], data["call_id"] = tool_name, call_id
+    part = build(Part, data, _REPLACED_PART_SET)
+    # ``model_copy(update={"parts": ...})``: the same values, "parts" among the fields set
+    fields = message.__pydantic_fields_set__
+    if "parts" not in fields:
+        fields = shared_set(fields | {"parts"})
+    copied: Message = build(Message, {**message.__dict__, "parts": (part,)}, fields)
+    return copied
 
 
 def summary_message(message_id: str, text: str, role: Role = Role.USER) -> Message:
-    return Message(
-        id=message_id,
-        role=role,
-        kind=MessageKind.SUMMARY,
-        parts=(Part(type=PartType.TEXT, text=text),),
-    )
+    if type(message_id) is not str or type(role) is not Role:
+        return Message(id=message_id, role=role, kind=MessageKind.SUMMARY, parts=(text_part(text),))
+    data = {
+        **_MESSAGE_FIELDS,
+        "id": message_id,
+        "role": role,
+        "kind": MessageKind.SUMMARY,
+        "parts": (text_part(text),),
+    }
+    message: Message = build(Message, data, _SUMMARY_SET)
+    return message
 
 
 class Policy(Protocol):

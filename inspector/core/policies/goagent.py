@@ -52,6 +52,7 @@ from inspector.core.policies.base import (
     summary_message,
     total,
     unchanged,
+    visible_total,
 )
 from inspector.core.profiles import GoAgentProfile, Profile
 from inspector.errors import ConfigError, InspectorError
@@ -94,7 +95,12 @@ def trim_with_tail(text: str, limit: int) -> str:
 
 def _go_text(message: Message) -> str:
     """``extractText``: the text blocks concatenated, no separator."""
-    joined = "".join(p.text for p in message.parts if p.type in _OUTPUT_PARTS and p.text)
+    parts = message.parts
+    if len(parts) == 1:  # most tool results: one block, nothing to join
+        part = parts[0]
+        if part.type in _OUTPUT_PARTS and part.text:
+            return part.text
+    joined = "".join(p.text for p in parts if p.type in _OUTPUT_PARTS and p.text)
     return joined or message.text
 
 
@@ -119,6 +125,9 @@ def _go_quote(text: str) -> str:
 
 
 def _utf8_len(text: str) -> int:
+    # ``isascii`` reads a flag the string keeps: an ASCII text is measured without encoding it
+    if text.isascii():
+        return len(text)
     return len(text.encode("utf-8", "surrogatepass"))
 
 
@@ -135,8 +144,12 @@ def _profile(profile: Profile) -> GoAgentProfile:
     return profile
 
 
+_TOOL = Role.TOOL
+_TOOL_RESULT = MessageKind.TOOL_RESULT
+
+
 def _is_tool_result(message: Message) -> bool:
-    return message.role is Role.TOOL or message.kind is MessageKind.TOOL_RESULT
+    return message.role is _TOOL or message.kind is _TOOL_RESULT
 
 
 def _is_error(message: Message) -> bool:
@@ -154,12 +167,12 @@ def _status(message: Message) -> str:
     return "error" if _is_error(message) else "ok"
 
 
-def _split_prompt(items: Sequence[ContextItem]) -> tuple[list[ContextItem], list[ContextItem]]:
-    """(leading system prompt items, the agent's message list)."""
+def _prompt_length(items: Sequence[ContextItem]) -> int:
+    """How many leading system prompt items ``items`` has."""
     n = 0
     while n < len(items) and items[n].message.role in _PROMPT_ROLES:
         n += 1
-    return list(items[:n]), list(items[n:])
+    return n
 
 
 # ------------------------------------------------------------------------------------------
@@ -192,6 +205,8 @@ def _cut_lines(text: str, limit: int, mode: str) -> str:
 
 
 def _cut_bytes(text: str, limit: int) -> str:
+    if text.isascii():  # a byte per character: no character to split
+        return text[:limit]
     data = text.encode("utf-8", "surrogatepass")
     if len(data) <= limit:
         return text
@@ -229,9 +244,12 @@ def limit_tool_output(text: str, profile: GoAgentProfile) -> ToolOutputLimit | N
     """``truncateToolContent`` on a tool output's text; None when it is left as it is."""
     if text == "":
         return None
-    total_lines, total_bytes, total_chars = _count_lines(text), _utf8_len(text), len(text)
+    total_chars = len(text)
+    is_ascii = text.isascii()
+    total_bytes = total_chars if is_ascii else _utf8_len(text)
     threshold = profile.tool_output_large_threshold
     if threshold > 0 and total_chars > threshold:
+        total_lines = _count_lines(text)
         digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
         notice = (
             f"[tool output too large: {total_chars} chars]\nSaved to: {SPILL_PATH}\n"
@@ -253,6 +271,17 @@ def limit_tool_output(text: str, profile: GoAgentProfile) -> ToolOutputLimit | N
     max_chars = profile.tool_output_max_chars
     if max_lines <= 0 and max_bytes <= 0 and max_chars <= 0:
         return None
+    # An ASCII text has a byte per character: the character and the byte limits cut it at the
+    # same point. Its newlines are counted in two pieces, before and after that point, so the
+    # lines of what is kept come with the total (unless the line limit cuts first).
+    cut = total_chars
+    if is_ascii:
+        if 0 < max_chars < cut:
+            cut = max_chars
+        if 0 < max_bytes < cut:
+            cut = max_bytes
+    kept_newlines = text.count("\n", 0, cut)
+    total_lines = kept_newlines + text.count("\n", cut) + 1
     lines_limit = max_lines if max_lines > 0 else total_lines
     if (
         total_lines <= lines_limit
@@ -260,7 +289,12 @@ def limit_tool_output(text: str, profile: GoAgentProfile) -> ToolOutputLimit | N
         and (max_chars <= 0 or total_chars <= max_chars)
     ):
         return None
-    output = _cut_lines(text, lines_limit, profile.tool_output_truncate_mode)
+    # the lines are counted already: only an output over the limit is split into lines
+    output = (
+        text
+        if total_lines <= lines_limit
+        else _cut_lines(text, lines_limit, profile.tool_output_truncate_mode)
+    )
     by = "lines" if output != text else ""
     if max_chars > 0:
         output = trim_runes(output, max_chars)
@@ -270,7 +304,10 @@ def limit_tool_output(text: str, profile: GoAgentProfile) -> ToolOutputLimit | N
         output = _cut_bytes(output, max_bytes)
     if not by and _utf8_len(output) < total_bytes:
         by = "bytes"
-    out_lines, out_bytes, out_chars = _count_lines(output), _utf8_len(output), len(output)
+    # unless the line limit cut it, the output is text[:cut]
+    lines_kept = is_ascii and total_lines <= lines_limit
+    out_lines = kept_newlines + 1 if lines_kept else _count_lines(output)
+    out_bytes, out_chars = _utf8_len(output), len(output)
     notice = (
         f"\n\n[tool output truncated: showing {out_lines}/{total_lines} lines, "
         f"{_format_bytes(out_bytes)}/{_format_bytes(total_bytes)} bytes, "
@@ -291,7 +328,11 @@ def limit_tool_output(text: str, profile: GoAgentProfile) -> ToolOutputLimit | N
 
 def _output_of(message: Message) -> str:
     """``extractTextFromBlocks``: the text blocks of a tool result, concatenated."""
-    return "".join(p.text for p in message.parts if p.type in _OUTPUT_PARTS)
+    parts = message.parts
+    if len(parts) == 1:  # most tool results: one block, nothing to join
+        part = parts[0]
+        return part.text if part.type in _OUTPUT_PARTS else ""
+    return "".join(p.text for p in parts if p.type in _OUTPUT_PARTS)
 
 
 # ------------------------------------------------------------------------------------------
@@ -315,7 +356,7 @@ def context_tokens(
             if usage > 0:
                 trailing = sum(m.tokens for m in messages[i + 1 :] if m.message.visible)
                 return usage + trailing, "reported", message.id
-    return sum(m.tokens for m in messages if m.message.visible), "estimated", None
+    return sum([m.tokens for m in messages if m.message.visible]), "estimated", None
 
 
 class _Limits(NamedTuple):
@@ -347,6 +388,63 @@ def _limits(profile: GoAgentProfile) -> _Limits:
     return limits
 
 
+class _Trigger(NamedTuple):
+    """``ShouldCompact`` on a context: its leading prompt items, the estimate and the verdict."""
+
+    prompt: int  # how many leading system prompt items the context has
+    messages: int  # how many items follow them (the agent's message list)
+    tokens: int
+    origin: str  # "reported" or "estimated"
+    anchor: str | None
+    fires: bool
+
+
+def _fires(messages: int, tokens: int, profile: GoAgentProfile) -> bool:
+    """Tokens ≥ the effective limit, else the message count ≥ ``max_messages`` when there is
+    no token limit; never when auto-compaction is off."""
+    if not profile.auto_compact:
+        return False
+    limits = _limits(profile)
+    if limits.active:
+        return tokens >= limits.threshold
+    return profile.max_messages > 0 and messages >= profile.max_messages
+
+
+def _trigger_figures(
+    messages: int, tokens: int, origin: str, anchor: str | None, profile: GoAgentProfile
+) -> dict[str, Any]:
+    limits = _limits(profile)
+    details: dict[str, Any] = {
+        "context_tokens": tokens,
+        "tokens_origin": origin,
+        "usage_anchor": anchor,
+        "limit_source": limits.source,
+        "messages": messages,
+        "auto_compact": profile.auto_compact,
+    }
+    if limits.active:
+        details["limit"] = limits.threshold
+    else:
+        details["limit"] = None
+        details["max_messages"] = profile.max_messages
+    return details
+
+
+def _trigger(
+    items: Sequence[ContextItem], profile: GoAgentProfile, reported: Mapping[str, int] | None
+) -> _Trigger:
+    prompt = _prompt_length(items)
+    count = len(items) - prompt
+    if reported:
+        tokens, origin, anchor = context_tokens(items[prompt:], reported)
+    else:
+        # the heuristic over the visible messages: the context's visible total (kept up to
+        # date by a ``ContextList``) less the prompt's
+        tokens = visible_total(items) - sum([i.tokens for i in items[:prompt] if i.message.visible])
+        origin, anchor = "estimated", None
+    return _Trigger(prompt, count, tokens, origin, anchor, _fires(count, tokens, profile))
+
+
 def should_compact(
     messages: Sequence[ContextItem],
     profile: GoAgentProfile,
@@ -355,27 +453,8 @@ def should_compact(
     """``ShouldCompact`` and its figures: tokens ≥ the effective limit, else the message count
     ≥ ``max_messages`` when there is no token limit."""
     tokens, origin, anchor = context_tokens(messages, reported)
-    limits = _limits(profile)
-    details: dict[str, Any] = {
-        "context_tokens": tokens,
-        "tokens_origin": origin,
-        "usage_anchor": anchor,
-        "limit_source": limits.source,
-        "messages": len(messages),
-        "auto_compact": profile.auto_compact,
-    }
-    if limits.active:
-        limit = limits.threshold
-        details["limit"] = limit
-        return profile.auto_compact and tokens >= limit, details
-    details["limit"] = None
-    details["max_messages"] = profile.max_messages
-    fires = (
-        profile.auto_compact
-        and profile.max_messages > 0
-        and len(messages) >= (profile.max_messages)
-    )
-    return fires, details
+    figures = _trigger_figures(len(messages), tokens, origin, anchor, profile)
+    return _fires(len(messages), tokens, profile), figures
 
 
 def split_by_token_budget(tokens: Sequence[int], budget: int) -> int:
@@ -437,7 +516,20 @@ def _archived(message: Message) -> Message:
 
 
 def _visible_tool_results(items: Sequence[ContextItem]) -> list[int]:
-    return [i for i, it in enumerate(items) if it.message.visible and _is_tool_result(it.message)]
+    return [
+        i
+        for i, it in enumerate(items)
+        if it.message.visible and (it.message.role is _TOOL or it.message.kind is _TOOL_RESULT)
+    ]
+
+
+def _summaries_due(items: Sequence[ContextItem], profile: GoAgentProfile) -> bool:
+    """Whether the per-turn tool summaries act (without ``force``)."""
+    cutoff = profile.tool_call_cutoff
+    # a context of no more items than the cutoff cannot hold more tool results than it
+    if cutoff <= 0 or profile.tool_summary_strategy == "off" or len(items) <= cutoff:
+        return False
+    return len(_visible_tool_results(items)) > cutoff
 
 
 # ------------------------------------------------------------------------------------------
@@ -659,9 +751,16 @@ class GoAgentPolicy:
         *,
         force: bool,
         reported: Mapping[str, int] | None,
+        trigger: _Trigger | None = None,
     ) -> PolicyResult:
-        prompt, messages = _split_prompt(items)
-        fires, figures = should_compact(messages, profile, reported)
+        """``trigger``: ``_trigger`` of ``items``, when the caller has it already."""
+        if trigger is None:
+            trigger = _trigger(items, profile, reported)
+        n, tokens, fires = trigger.prompt, trigger.tokens, trigger.fires
+        prompt, messages = items[:n], items[n:]
+        figures = _trigger_figures(
+            trigger.messages, tokens, trigger.origin, trigger.anchor, profile
+        )
         if not force and not fires:
             return unchanged(Action.COMPACT, NAME, items, self._no_trigger(figures), **figures)
         if not messages:
@@ -694,7 +793,8 @@ class GoAgentPolicy:
                 )
             start = len(messages) - keep_count
         old, recent = messages[:start], messages[start:]
-        figures.update({"old_messages": len(old), "recent_messages": len(recent)})
+        figures["old_messages"] = len(old)
+        figures["recent_messages"] = len(recent)
 
         projected = self._project_for_summary(old, profile)
         if not projected:
@@ -712,14 +812,12 @@ class GoAgentPolicy:
         summary_item = ContextItem(summary_item_message, estimate(summary_item_message))
         recent_items, recent_changes, digest = self._digest_recent(recent, profile, estimate)
 
-        changes: list[ItemChange] = []
-        for m in old:
-            if m.message.visible:
-                changes.append(ItemChange(m.id, ItemStatus.SUMMARIZED, m.tokens, 0))
-            else:
-                changes.append(
-                    ItemChange(m.id, ItemStatus.DROPPED, m.tokens, 0, "hidden, left out")
-                )
+        changes = [
+            ItemChange(m.message.id, ItemStatus.SUMMARIZED, m.tokens, 0)
+            if m.message.visible
+            else ItemChange(m.message.id, ItemStatus.DROPPED, m.tokens, 0, "hidden, left out")
+            for m in old
+        ]
         changes.extend(recent_changes)
         changes.append(
             ItemChange(summary_item.id, ItemStatus.ADDED, 0, summary_item.tokens, "summary")
@@ -728,8 +826,8 @@ class GoAgentPolicy:
         if digest is not None:
             new_items.append(digest)
             changes.append(ItemChange(digest.id, ItemStatus.ADDED, 0, digest.tokens, "digest"))
-        figures["archived_in_recent"] = sum(
-            1 for c in recent_changes if c.status is ItemStatus.ARCHIVED
+        figures["archived_in_recent"] = len(
+            [c for c in recent_changes if c.status is ItemStatus.ARCHIVED]
         )
         figures["messages_after"] = len(new_items) - len(prompt)
         before, after = total(items), total(new_items)
@@ -794,12 +892,14 @@ class GoAgentPolicy:
     ) -> tuple[list[ContextItem], list[ItemChange], ContextItem | None]:
         """``compactToolResultsInRecent``: archive the oldest visible tool results beyond the
         cutoff and append one digest of them."""
-        items = list(recent)
         changes: list[ItemChange] = []
         cutoff = profile.tool_call_cutoff
+        items = list(recent)
+        if cutoff <= 0 or len(recent) <= cutoff:  # too few messages to pass the cutoff
+            return items, changes, None
         visible = _visible_tool_results(recent)
         excess = len(visible) - cutoff
-        if cutoff <= 0 or excess <= 0:
+        if excess <= 0:
             return items, changes, None
         lines: list[str] = []
         for idx in visible[:excess]:
@@ -838,16 +938,27 @@ class GoAgentPolicy:
         """After a turn's tools, before the next request: tool summaries, then auto-compaction."""
         prof = _profile(profile)
         results: list[PolicyResult] = []
-        current = list(items)
-        summaries = self._tool_summaries(current, prof, estimate, summarizer, force=False)
-        if summaries.fired:
-            results.append(summaries)
-            current = summaries.items
-        compaction = self._compact(
-            current, prof, estimate, summarizer, force=False, reported=reported
-        )
-        if compaction.fired:
-            results.append(compaction)
+        current: Sequence[ContextItem] = items
+        # replay asks before every request and keeps only what fires: when a step does
+        # nothing, no result is written for it
+        if _summaries_due(current, prof):
+            summaries = self._tool_summaries(current, prof, estimate, summarizer, force=False)
+            if summaries.fired:
+                results.append(summaries)
+                current = summaries.items
+        trigger = _trigger(current, prof, reported)
+        if trigger.fires:
+            compaction = self._compact(
+                current,
+                prof,
+                estimate,
+                summarizer,
+                force=False,
+                reported=reported,
+                trigger=trigger,
+            )
+            if compaction.fired:
+                results.append(compaction)
         return results
 
     def prune(
