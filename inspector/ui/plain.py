@@ -166,7 +166,9 @@ def _wrap_cells(line: str, width: int) -> list[str]:
         if needed <= width:
             current, used = word, cell_len(word)
         else:
-            *whole, current = chop_cells(word, width)
+            # a character wider than the rows makes Rich start with an empty piece: none is
+            # kept (the character gets a row of its own)
+            *whole, current = [piece for piece in chop_cells(word, width) if piece]
             rows.extend(whole)
             used = cell_len(current)
     if current:

@@ -124,6 +124,14 @@ def test_wrap_keeps_every_character_and_fits(raw: str, width: int) -> None:
     line = plain.sanitize_line(raw)
     rows = plain.wrap(line, width)
     assert "".join(rows) == line
+    assert all(rows) or rows == [""]  # no empty row (but for an empty line)
     for row in rows:
         visible_part = row.rstrip(" ")
-        assert cell_len(visible_part) <= width or len(visible_part) == 1
+        # a character wider than the rows goes alone, with the zero-width ones that follow it
+        wide = [char for char in visible_part if cell_len(char) > 0]
+        assert cell_len(visible_part) <= width or len(wide) == 1
+
+
+def test_a_character_wider_than_the_rows_gets_one_row_with_its_zero_width_marks() -> None:
+    assert plain.wrap("⺀\U000e0000", 1) == ["⺀\U000e0000"]
+    assert plain.wrap("a 漢\u0301b", 1) == ["a ", "漢\u0301", "b"]
