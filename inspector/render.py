@@ -299,6 +299,8 @@ def render_diff(out: Console, d: dict[str, Any], *, full: bool = False) -> None:
 
 
 def render_explain(out: Console, items: list[dict[str, Any]]) -> None:
+    from inspector.core.explain import NOT_REPRODUCED
+
     if not items:
         out.print(
             Text(
@@ -351,6 +353,8 @@ def render_explain(out: Console, items: list[dict[str, Any]]) -> None:
             )
         if e.get("unavoidable"):
             out.print(Text("not avoidable by changing: " + ", ".join(e["unavoidable"])))
+        if e.get("reproduced") is False:
+            out.print(Text(NOT_REPRODUCED))
 
 
 _SWEEP_COLUMNS = (

@@ -105,6 +105,12 @@ _EVENT_KIND = {
 }
 
 
+NOT_REPRODUCED = (
+    "replay under these settings does not have this event: no change can be confirmed to "
+    "avoid it (the recording holds less than the agent knew)"
+)
+
+
 @dataclass
 class Explanation:
     step: int
@@ -118,6 +124,9 @@ class Explanation:
     contributors: list[dict[str, Any]]
     avoid: list[dict[str, Any]] = field(default_factory=list)
     unavoidable: list[str] = field(default_factory=list)
+    # whether replay under the current settings has the event at or before its step (None: not
+    # searched); when it has not, no change can be confirmed to avoid it and none is searched
+    reproduced: bool | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -132,6 +141,7 @@ class Explanation:
             "contributors": self.contributors,
             "avoid": self.avoid,
             "unavoidable": self.unavoidable,
+            "reproduced": self.reproduced,
         }
 
 
@@ -260,6 +270,9 @@ class Explainer:
     # -- the smallest change that avoids it ------------------------------------------------
 
     def _find_avoiders(self, explanation: Explanation, kind: str) -> None:
+        explanation.reproduced = self._happens(self._replay_as_is(), kind, explanation.step)
+        if not explanation.reproduced:
+            return  # every change would seem to avoid it: none can be confirmed
         for knob in KNOBS.get(self.profile.agent, []):
             current = self._current(knob)
             if current is None:
@@ -302,7 +315,26 @@ class Explainer:
         result = self._replay_with(knob.setting, value)
         if result is None:
             return False
-        return not any(d.kind == kind and d.step <= step for d in result.decisions)
+        return not self._happens(result, kind, step)
+
+    @staticmethod
+    def _happens(result: ReplayResult | None, kind: str, step: int) -> bool:
+        if result is None:
+            return False
+        return any(d.kind == kind and d.step <= step for d in result.decisions)
+
+    def _replay_as_is(self) -> ReplayResult | None:
+        """The replay under the current settings (cached with the others)."""
+        key = ("", 0.0)
+        if key not in self._replays:
+            self._replays[key] = replay(
+                self.session,
+                self.profile,
+                estimate=self.estimate_for(self.profile),
+                summarizer=self.summarizer,
+                freeze=self.freeze,
+            )
+        return self._replays[key]
 
     def _replay_with(self, setting: str, value: float) -> ReplayResult | None:
         key = (setting, value)

@@ -81,6 +81,7 @@ def test_explain_names_the_limit_parts_and_a_setting_that_replay_confirms(capsys
     assert final["limit_tokens"] == parts["window"] - parts["buffer"] - parts["max_output"]
     assert final["projected_tokens"] > final["limit_tokens"]
     assert final["avoid"], "a setting should avoid the forced final turn"
+    assert final["reproduced"] is True
     dropped = [e for e in items if e["event"] == "dropped_tool_output"]
     assert dropped and "fs__read" in dropped[0]["reason"]
     for entry in final["avoid"]:
@@ -94,6 +95,20 @@ def test_explain_names_the_limit_parts_and_a_setting_that_replay_confirms(capsys
                 capsys, "replay", str(AIAGENT_LOG), "--set", f"{entry['setting']}={step_back}"
             )
             assert [f for f in again["final_turns"] if f["step"] <= final["step"]], setting
+
+
+def test_explain_confirms_no_change_for_an_event_replay_does_not_reproduce(capsys) -> None:
+    """The console log says an output was dropped but not the projection that dropped it:
+    replay under the same settings does not drop it, so every change would seem to avoid it;
+    explain says so and suggests none (the forced final turn it does reproduce keeps its)."""
+    log = DATA / "aiagent" / "console.log"
+    items = run_json(capsys, "explain", str(log))
+    dropped = next(e for e in items if e["event"] == "dropped_tool_output")
+    assert dropped["reproduced"] is False and dropped["avoid"] == []
+    replayed = run_json(capsys, "replay", str(log))
+    assert not [d for d in replayed["disagreements"] if "dropped" in d["replayed"]]
+    final = next(e for e in items if e["event"] == "final_turn")
+    assert final["reproduced"] is True and final["avoid"]
 
 
 def long_chat(tmp_path: Path) -> Path:

@@ -15,7 +15,7 @@ from textual.widgets import DataTable, Label, LoadingIndicator, Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from inspector.core.counters import Counters
-from inspector.core.explain import Explainer, Explanation
+from inspector.core.explain import NOT_REPRODUCED, Explainer, Explanation
 from inspector.ui import plain
 from inspector.ui.screens.action_picker import error_text
 from inspector.ui.screens.base import SessionScreen
@@ -282,6 +282,8 @@ class ExplainScreen(SessionScreen):
         note = self.query_one("#explain-unavoidable", Static)
         if not self.complete:
             note.update("searching by replay…")
+        elif entry.reproduced is False:
+            note.update(Text(NOT_REPRODUCED))
         elif entry.unavoidable:
             note.update(Text("not avoidable by changing: " + ", ".join(entry.unavoidable)))
         elif not entry.avoid:
