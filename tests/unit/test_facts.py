@@ -17,20 +17,15 @@ from hypothesis import strategies as st
 from inspector.core import facts
 from inspector.core.facts import Fact, FactKind, extract, fact_texts
 
-_PATH = re.compile(
-    r"(?<![\w/.-])(?:~|\.{1,2})?(?:/[\w.@+-]+)+/?|(?<![\w/.-])[\w.@+-]+(?:/[\w.@+-]+)+"
-    r"|(?<![\w/.-])[\w-]+\.(?:py|js|ts|tsx|jsx|go|rs|java|kt|c|h|cc|cpp|hpp|rb|php|cs|swift|md"
-    r"|json|jsonl|yaml|yml|toml|ini|cfg|txt|sh|sql|html|css|lock)\b"
-)
-_COMMAND_LINE = re.compile(r"^\s*(?:\$|>|#)\s+(\S.{1,200})$", re.MULTILINE)
-_COMMAND_ARG = re.compile(r'"(?:command|cmd)"\s*:\s*"((?:[^"\\]|\\.){2,300})"')
+# the expressions the fast path applies to the pieces it keeps, applied here to whole texts
+_PATH = facts._PATH
+_COMMAND_LINE = facts._COMMAND_LINE
+_COMMAND_ARG = facts._COMMAND_ARG
+_IDENTIFIER = facts._IDENTIFIER
 _ERROR_LINE = re.compile(
     r"^.*(?:\w*(?:error|exception)|\b(?:traceback|failed|failure|fatal|panic|denied|not found|"
     r"cannot|could not|undefined|segmentation fault))\b.*$",
     re.IGNORECASE | re.MULTILINE,
-)
-_IDENTIFIER = re.compile(
-    r"\b(?:[a-z]+(?:_[a-z0-9]+)+|[a-z]+(?:[A-Z][a-z0-9]+)+|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+)\b"
 )
 
 
