@@ -87,7 +87,7 @@ def estimate_text(rule: str, text: str, counter: Counter | None = None) -> int:
         # context-guard.ts countTokens: max(tokenizer, ceil(length / 4))
         return max(_aiagent_count(text, counter), _ceil_div(_js_len(text), 4))
     if rule == "goagent":
-        return _ceil_div(_utf8_len(text), 4)
+        return _ceil_div(utf8_len(text), 4)
     if rule == "fifth":
         return _fifth_text(text, counter)
     if rule == "opencode":
@@ -149,7 +149,7 @@ def _js_len(text: str) -> int:
     return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
-def _utf8_len(text: str) -> int:
+def utf8_len(text: str) -> int:
     """UTF-8 bytes (Go ``len``, Node ``Buffer.byteLength``, a Forth string's length)."""
     # ``isascii`` reads a flag the string keeps: an ASCII text is measured without encoding it
     if text.isascii():
@@ -262,7 +262,7 @@ def _aiagent_parts(message: Message, counter: Counter | None) -> tuple[int, int]
     size = _JSON_OBJECT_BYTES + _json_string_bytes(message.role.value)
     size += _JSON_CONTENT_KEY_BYTES + _json_string_bytes(content)
     if calls:
-        size += _JSON_CALLS_KEY_BYTES + _utf8_len(calls_json)
+        size += _JSON_CALLS_KEY_BYTES + utf8_len(calls_json)
     if call_id:
         size += _JSON_CALL_ID_KEY_BYTES + _json_string_bytes(call_id)
     return tokens, size
@@ -287,7 +287,7 @@ _JSON_LONG_ESCAPED = bytes(c for c in range(0x20) if c not in b"\b\t\n\f\r")
 
 
 def _json_string_bytes(text: str) -> int:
-    """``_utf8_len(_js_json(text))`` for a string: its UTF-8 bytes, the quotes, and a byte more
+    """``utf8_len(_js_json(text))`` for a string: its UTF-8 bytes, the quotes, and a byte more
     per escaped character (five more for a ``\\u00XX`` escape). Escaped characters are ASCII,
     so they are counted in the UTF-8 bytes, where deleting them is fast."""
     data = text.encode("utf-8", "surrogatepass")
@@ -328,14 +328,14 @@ def _goagent_message(message: Message) -> int:
     for part in message.parts:  # one pass: the sum does not depend on the order
         kind = part.type
         if kind in _GOAGENT_TEXT_PARTS:
-            chars += _utf8_len(part.text)
+            chars += utf8_len(part.text)
         elif kind is PartType.TOOL_CALL:
-            chars += _utf8_len(part.tool_name or "")
+            chars += utf8_len(part.tool_name or "")
             parsed, value = _parse_arguments(part.arguments)
             if parsed:
-                chars += _utf8_len(_go_json(value))
+                chars += utf8_len(_go_json(value))
             elif isinstance(value, str):
-                chars += _utf8_len(value)
+                chars += utf8_len(value)
         elif kind is PartType.IMAGE:
             chars += GOAGENT_IMAGE_CHARS
     return _ceil_div(chars, 4)
@@ -346,7 +346,7 @@ def _goagent_message(message: Message) -> int:
 
 
 def _fifth_text(text: str, counter: Counter | None) -> int:
-    size = _utf8_len(text)
+    size = utf8_len(text)
     if counter is not None and size > FIFTH_EXACT_MIN_BYTES:
         # `echo '<text>' | python3 ... tiktoken`: echo appends a newline.
         return counter.count(text + "\n")

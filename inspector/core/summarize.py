@@ -390,10 +390,16 @@ def _first_line(text: str) -> str:
     return f"{lines[0]} (+{len(lines) - 1} more lines)"
 
 
+def _dash_item(line: str) -> bool:
+    """Whether ``line`` starts with "- " and a character ``_LIST_ITEM`` would not take away
+    too (a space or a check box): its marker is then exactly "- ", found faster."""
+    return line.startswith("- ") and not line[2:3].isspace() and line[2:3] != "["
+
+
 def _unlisted(line: str) -> str:
     """``line`` without its list marker (``- ``, ``* [x] ``, ``1. ``), stripped."""
-    if line.startswith("- ") and not line[2:3].isspace() and line[2:3] != "[":
-        return line[2:].strip()  # what ``_LIST_ITEM`` removes here, faster
+    if _dash_item(line):
+        return line[2:].strip()
     first = line.lstrip()[:1]
     if first in ("-", "*", "•") or first.isdecimal():
         line = _LIST_ITEM.sub("", line)
@@ -908,8 +914,8 @@ def _next_steps(last: str) -> list[str]:
     for line in last.splitlines():
         if not line.strip() or _is_heading(line):
             continue
-        if line.startswith("- ") and not line[2:3].isspace() and line[2:3] != "[":
-            next_steps.append(_one_line(line[2:]))  # ``_LIST_ITEM`` matches, and takes "- "
+        if _dash_item(line):
+            next_steps.append(_one_line(line[2:]))
             continue
         if _LIST_ITEM.match(line) or _NEXT_LINE.match(line):
             next_steps.append(_one_line(_LIST_ITEM.sub("", line)))

@@ -233,18 +233,15 @@ class NativeParser(LineParser):
         line = data.rstrip(b"\r\n")
         if line.startswith(_BOM):
             line = line[3:]
-        # A message event as an export writes it (nearly every line read back): its message
-        # is validated alone. Any other line is read whole, as the first read did.
-        try:
-            message = _plain_message(orjson.loads(line))
-        except orjson.JSONDecodeError:
-            message = None  # invalid UTF-8 is replaced below
-        if message is not None:
-            return [message]
         out: list[Event] = []
         value = self.load_json(line, span, out)
         if value is None:
             return []
+        # A message event as an export writes it (nearly every line read back): its message
+        # is validated alone. Any other line is read whole, as the first read did.
+        message = _plain_message(value)
+        if message is not None:
+            return [message]
         return [
             e.message for e in self.read_event(value, span, line) if isinstance(e, MessageAdded)
         ]

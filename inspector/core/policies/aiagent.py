@@ -43,6 +43,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 from weakref import WeakKeyDictionary
 
+from inspector.core.estimate import utf8_len
 from inspector.core.guard import (
     DEFAULT_TARGET,
     ContextGuard,
@@ -92,10 +93,6 @@ def _is_tool_output(message: Message) -> bool:
     return message.role is Role.TOOL or message.kind is MessageKind.TOOL_RESULT
 
 
-def _utf8_len(text: str) -> int:
-    return len(text.encode("utf-8", "surrogatepass"))
-
-
 def _output_text(message: Message) -> str:
     return "\n".join(
         p.text for p in message.parts if p.type in (PartType.TEXT, PartType.TOOL_RESULT)
@@ -137,7 +134,7 @@ def truncate_to_bytes(text: str, limit: int) -> str:
             + _marker(omitted)
             + data[last_start:].decode("utf-8", "ignore")
         )
-        if _utf8_len(candidate) <= limit:
+        if utf8_len(candidate) <= limit:
             result = candidate
     if result is None:
         result = _prefix_bytes(data, limit)
@@ -251,7 +248,7 @@ class AiAgentPolicy:
         original = _output_text(item.message)
         cap = prof.tool_response_max_bytes
         output = original
-        capped = cap > 0 and _utf8_len(original) > cap
+        capped = cap > 0 and utf8_len(original) > cap
         if capped:
             output = truncate_to_bytes(original, cap)
         if output == "":
@@ -261,7 +258,7 @@ class AiAgentPolicy:
             "trigger": "tool_preflight",
             "tool": item.message.tool_name,
             "tool_response_max_bytes": cap,
-            "original_bytes": _utf8_len(original),
+            "original_bytes": utf8_len(original),
             "size_capped": capped,
             "counters_before": guard.counters(),
         }
@@ -291,14 +288,14 @@ class AiAgentPolicy:
         new_message = replace_text(item.message, output)
         new_tokens = estimate(new_message)
         new_item = ContextItem(new_message, new_tokens, item.index)
-        details["final_bytes"] = _utf8_len(output)
+        details["final_bytes"] = utf8_len(output)
         return PolicyResult(
             action=Action.TRUNCATE,
             policy=NAME,
             fired=True,
             reason=(
-                f"output of {_fmt(_utf8_len(original))} bytes > toolResponseMaxBytes "
-                f"{_fmt(cap)}: cut to {_fmt(_utf8_len(output))} bytes; projected "
+                f"output of {_fmt(utf8_len(original))} bytes > toolResponseMaxBytes "
+                f"{_fmt(cap)}: cut to {_fmt(utf8_len(output))} bytes; projected "
                 f"{_fmt(evaluation.projected)} fits the limit {_fmt(details['limit'])}"
             ),
             items=[new_item],
@@ -332,7 +329,7 @@ class AiAgentPolicy:
         after = guard.add_new_tokens(_stub_tokens(estimate))
         details.update(
             {
-                "final_bytes": _utf8_len(TOOL_NO_OUTPUT),
+                "final_bytes": utf8_len(TOOL_NO_OUTPUT),
                 "remaining_tokens": 0,
                 "reason": "token_budget_exceeded",
                 "dropped": True,
@@ -365,7 +362,7 @@ class AiAgentPolicy:
                     ItemStatus.DROPPED,
                     item.tokens,
                     new_tokens,
-                    f"output of {_fmt(_utf8_len(original))} bytes replaced by {TOOL_NO_OUTPUT}",
+                    f"output of {_fmt(utf8_len(original))} bytes replaced by {TOOL_NO_OUTPUT}",
                 ),
             ],
             tokens_before=item.tokens,
@@ -532,7 +529,7 @@ class AiAgentPolicy:
         cut = 0
         for item in items:
             text = _output_text(item.message)
-            if not (_is_tool_output(item.message) and _utf8_len(text) > cap):
+            if not (_is_tool_output(item.message) and utf8_len(text) > cap):
                 new_items.append(item)
                 continue
             message = replace_text(item.message, truncate_to_bytes(text, cap))
@@ -544,7 +541,7 @@ class AiAgentPolicy:
                     ItemStatus.TRUNCATED,
                     item.tokens,
                     tokens,
-                    f"{_fmt(_utf8_len(text))} bytes cut to {_fmt(cap)}",
+                    f"{_fmt(utf8_len(text))} bytes cut to {_fmt(cap)}",
                 )
             )
             cut += 1

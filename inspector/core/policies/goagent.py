@@ -38,6 +38,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from inspector.core.estimate import utf8_len
 from inspector.core.model import Message, MessageKind, Part, PartType, Role
 from inspector.core.policies.base import (
     Action,
@@ -122,13 +123,6 @@ def _go_quote(text: str) -> str:
             out.append(ch)
     out.append('"')
     return "".join(out)
-
-
-def _utf8_len(text: str) -> int:
-    # ``isascii`` reads a flag the string keeps: an ASCII text is measured without encoding it
-    if text.isascii():
-        return len(text)
-    return len(text.encode("utf-8", "surrogatepass"))
 
 
 def _fmt(n: int) -> str:
@@ -246,7 +240,7 @@ def limit_tool_output(text: str, profile: GoAgentProfile) -> ToolOutputLimit | N
         return None
     total_chars = len(text)
     is_ascii = text.isascii()
-    total_bytes = total_chars if is_ascii else _utf8_len(text)
+    total_bytes = total_chars if is_ascii else utf8_len(text)
     threshold = profile.tool_output_large_threshold
     if threshold > 0 and total_chars > threshold:
         total_lines = _count_lines(text)
@@ -263,7 +257,7 @@ def limit_tool_output(text: str, profile: GoAgentProfile) -> ToolOutputLimit | N
             total_bytes,
             total_chars,
             _count_lines(notice),
-            _utf8_len(notice),
+            utf8_len(notice),
             len(notice),
         )
     max_lines = profile.tool_output_max_lines
@@ -302,12 +296,12 @@ def limit_tool_output(text: str, profile: GoAgentProfile) -> ToolOutputLimit | N
         by = "chars"
     if max_bytes > 0:
         output = _cut_bytes(output, max_bytes)
-    if not by and _utf8_len(output) < total_bytes:
+    if not by and utf8_len(output) < total_bytes:
         by = "bytes"
     # unless the line limit cut it, the output is text[:cut]
     lines_kept = is_ascii and total_lines <= lines_limit
     out_lines = kept_newlines + 1 if lines_kept else _count_lines(output)
-    out_bytes, out_chars = _utf8_len(output), len(output)
+    out_bytes, out_chars = utf8_len(output), len(output)
     notice = (
         f"\n\n[tool output truncated: showing {out_lines}/{total_lines} lines, "
         f"{_format_bytes(out_bytes)}/{_format_bytes(total_bytes)} bytes, "
@@ -516,11 +510,7 @@ def _archived(message: Message) -> Message:
 
 
 def _visible_tool_results(items: Sequence[ContextItem]) -> list[int]:
-    return [
-        i
-        for i, it in enumerate(items)
-        if it.message.visible and (it.message.role is _TOOL or it.message.kind is _TOOL_RESULT)
-    ]
+    return [i for i, it in enumerate(items) if it.message.visible and _is_tool_result(it.message)]
 
 
 def _summaries_due(items: Sequence[ContextItem], profile: GoAgentProfile) -> bool:
