@@ -36,6 +36,7 @@ from inspector.formats.aiagent import (
 from inspector.formats.base import Parser
 from inspector.formats.registry import Head
 from inspector.loader import merge_streams
+from tests.corpus import foreign_files
 
 DATA = Path(__file__).parents[1] / "data" / "aiagent"
 REAL = ("realruns", "ai-agent", "short")
@@ -629,13 +630,7 @@ def test_real_streams_merge_into_one_request_each(corpus: Path) -> None:
 
 
 def test_sniffers_score_zero_on_every_other_file(corpus: Path) -> None:
-    ours = corpus.joinpath(*REAL)
-    others = [
-        p
-        for root in (corpus, DATA.parent)
-        for p in sorted(root.rglob("*"))
-        if p.is_file() and ours not in p.parents and DATA not in p.parents
-    ]
+    others = foreign_files(corpus, "ai-agent", DATA)
     assert len(others) > 20
     for path in others:
         h = registry.read_head(path)

@@ -31,6 +31,7 @@ from inspector.formats.base import Parser
 from inspector.formats.baseagent import BaseAgentEventsParser, BaseAgentLogParser, NominalClock
 from inspector.formats.registry import Head
 from inspector.loader import load_session, resolve_format
+from tests.corpus import foreign_files
 
 DATA = Path(__file__).parents[1] / "data" / "baseagent"
 REAL = ("realruns", "baseagent", "short")
@@ -569,13 +570,7 @@ def test_real_stdout(corpus: Path) -> None:
 
 
 def test_sniffers_score_zero_on_every_other_file(corpus: Path) -> None:
-    ours = corpus.joinpath(*REAL)
-    others = [
-        p
-        for root in (corpus, DATA.parent)
-        for p in sorted(root.rglob("*"))
-        if p.is_file() and ours not in p.parents and DATA not in p.parents
-    ]
+    others = foreign_files(corpus, "baseagent", DATA)
     assert len(others) > 20
     for path in others:
         h = registry.read_head(path)

@@ -30,6 +30,7 @@ from inspector.formats import goagent, registry
 from inspector.formats.base import LineParser
 from inspector.formats.goagent import GoEventsParser, GoLogParser, GoSessionParser
 from inspector.formats.registry import HEAD_BYTES, Head
+from tests.corpus import foreign_paths, real_runs
 
 DATA = Path(__file__).parents[1] / "data" / "goagent"
 OURS = ("goagent-events", "goagent-log", "goagent-session")
@@ -730,12 +731,37 @@ def test_sessions_folder(tmp_path: Path) -> None:
 
 @pytest.mark.corpus
 def test_other_agents_files_are_not_claimed(corpus: Path) -> None:
-    paths = [p for p in sorted(corpus.rglob("*")) if not p.name.endswith(".md")]
-    assert paths
+    paths = foreign_paths(corpus, "goagent")
+    assert len(paths) > 20
     specs = [registry.get_format(name) for name in OURS]
-    for path in [corpus, *paths]:
+    for path in paths:
         sample = registry.read_head(path)
         for spec in specs:
             if sample.is_dir and not spec.folder:
                 continue
             assert spec.sniff(sample) < registry.MIN_CONFIDENCE, (spec.name, path)
+
+
+@pytest.mark.corpus
+def test_real_runs_are_claimed(corpus: Path) -> None:
+    """Each file the real program wrote is read by the reader of its kind: the --mode json
+    stdout, the log file, the session tree (file and folders)."""
+    runs = real_runs(corpus, "goagent")
+    if not runs.is_dir():
+        pytest.skip(f"no real runs of the Go agent at {runs}")
+    expected = {
+        "stdout.jsonl": "goagent-events",
+        "ai-*.log": "goagent-log",
+        "sessions/*/*-*-*-*-*.jsonl": "goagent-session",
+        "sessions/*": "goagent-session",
+        "sessions": "goagent-session",
+    }
+    seen = 0
+    for run in sorted(p for p in runs.iterdir() if p.is_dir()):
+        for pattern, name in expected.items():
+            matches = sorted(run.rglob(pattern))
+            assert matches, (run.name, pattern)
+            for path in matches:
+                assert registry.detect(path).name == name, path
+                seen += 1
+    assert seen >= len(expected)

@@ -30,6 +30,7 @@ from inspector.core.session import Flag, Session
 from inspector.formats import opencode, registry
 from inspector.formats.opencode import OpenCodeLogParser, read_database, read_storage
 from inspector.formats.registry import HEAD_BYTES, Head, SnapshotSession
+from tests.corpus import foreign_paths, real_runs
 
 DATA = Path(__file__).parents[1] / "data" / "opencode"
 STORAGE = DATA / "storage"
@@ -573,12 +574,10 @@ def test_detected(db: Path) -> None:
 
 @pytest.mark.corpus
 def test_other_agents_files_are_not_claimed(corpus: Path) -> None:
-    paths = sorted(corpus.rglob("*"))
+    paths = foreign_paths(corpus, "opencode")
     specs = [registry.get_format(n) for n in ("opencode-log", "opencode-db", "opencode-storage")]
     checked = 0
     for path in paths:
-        if path.name.endswith(".md"):
-            continue
         sample = registry.read_head(path)
         for spec in specs:
             if sample.is_dir and not spec.folder:
@@ -641,3 +640,15 @@ def test_unreadable_with_mode_ro_falls_back_to_immutable(
     first = sessions[0].events[0]
     assert isinstance(first, ParseIssue) and first.reason.startswith("warning: opened as immutable")
     assert len(sessions) == 2
+
+
+@pytest.mark.corpus
+def test_real_runs_are_claimed(corpus: Path) -> None:
+    """The database the real OpenCode 1.18 wrote is read as an OpenCode database."""
+    runs = real_runs(corpus, "opencode")
+    if not runs.is_dir():
+        pytest.skip(f"no real runs of OpenCode at {runs}")
+    dbs = sorted(runs.rglob("opencode.db"))
+    assert dbs
+    for path in dbs:
+        assert registry.detect(path).name == "opencode-db", path
