@@ -93,7 +93,7 @@ def render_stats(out: Console, s: dict[str, Any]) -> None:
         "final context",
         Text(
             f"{_n(s['final_context_tokens'])} tokens ({_pct(s['final_context_tokens'], window)}"
-            f" of window), {s['final_context_source']}"
+            f" of window), {s.get('final_context_note') or s['final_context_source']}"
         ),
     )
     crossings = s["zone_crossings"]
@@ -152,6 +152,10 @@ def render_stats(out: Console, s: dict[str, Any]) -> None:
                 ),
             )
         )
+    for r in s.get("rejected_requests", []):
+        size = f"{_n(r['tokens'])} tokens" if r["tokens"] is not None else "size not given"
+        limit = f" > {_n(r['limit'])}" if r["limit"] is not None else ""
+        rows.append((r["step"], "refused by provider", Text(f"{size}{limit}: {r['reason']}")))
     for step, label, detail in sorted(rows, key=lambda row: row[0]):
         events.add_row(_n(step), label, detail)
     counts = (

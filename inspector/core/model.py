@@ -19,6 +19,8 @@ class Origin(StrEnum):
     REPORTED = "reported"  # the provider's usage, or the agent's own log line
     EXACT = "exact"  # counted here with a real tokenizer
     ESTIMATED = "estimated"  # a heuristic (the agent's own rule, or chars/4)
+    # the latest reported figure plus an estimate of what entered or left the context since
+    ANCHORED = "anchored"
 
 
 class Role(StrEnum):
@@ -175,6 +177,20 @@ class UsageReported(_Event):
     usage: Usage
     model: str | None = None
     request_id: str | None = None
+    thread: str = "main"
+
+
+class RequestRejected(_Event):
+    """The provider refused the latest request because its prompt did not fit ("prompt is too
+    long", ``context_length_exceeded``): it was sent and nothing was answered. ``tokens`` and
+    ``limit`` are the provider's own figures when its message gives them."""
+
+    type: Literal["rejected"] = "rejected"
+    reason: str = ""  # the provider's message
+    code: str | None = None
+    tokens: int | None = None
+    limit: int | None = None
+    model: str | None = None
     thread: str = "main"
 
 
@@ -352,6 +368,7 @@ Event = Annotated[
     MessageAdded
     | RequestSent
     | UsageReported
+    | RequestRejected
     | ContextMeasured
     | GuardEvaluated
     | Pruned
@@ -371,6 +388,7 @@ EVENT_TYPES: tuple[type[_Event], ...] = (
     MessageAdded,
     RequestSent,
     UsageReported,
+    RequestRejected,
     ContextMeasured,
     GuardEvaluated,
     Pruned,

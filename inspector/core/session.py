@@ -38,6 +38,7 @@ from inspector.core.model import (
     Origin,
     ParseIssue,
     Pruned,
+    RequestRejected,
     RequestSent,
     Role,
     SessionInfo,
@@ -75,6 +76,7 @@ _PLAIN: frozenset[type] = frozenset(
     {
         RequestSent,
         UsageReported,
+        RequestRejected,
         LogLine,
         ContextMeasured,
         GuardEvaluated,
@@ -256,6 +258,14 @@ class StepState:
     prunes: int = 0
     dropped: int = 0
     final_turn: bool = False
+    # The latest figure reported at or before this step (``anchor_step``), and the sums of the
+    # context's estimates and exact counts when it was reported: a step without a figure of its
+    # own is that figure plus what entered or left the context since (``since``).
+    anchor: int | None = None
+    anchor_step: int = 0
+    anchor_estimated: int = 0
+    anchor_exact: int | None = None
+    rejected: int = 0  # requests the provider refused because the prompt did not fit
 
     @property
     def tokens(self) -> int:
@@ -265,12 +275,41 @@ class StepState:
     def origin(self) -> Origin:
         return self.best()[1]
 
+    @property
+    def since(self) -> int:
+        """The change in the context since the anchor figure, by the exact counts when both
+        ends have them, else by the profile's estimates."""
+        if self.exact is not None and self.anchor_exact is not None:
+            return self.exact - self.anchor_exact
+        return self.estimated - self.anchor_estimated
+
     def best(self) -> tuple[int, Origin]:
+        """The step's figure: the one reported at this step; else the latest reported figure
+        plus what was added since (a recount of the visible messages alone would leave out the
+        system prompt and tool schemas); else the exact count; else the estimate."""
         if self.reported is not None:
             return self.reported, Origin.REPORTED
+        if self.anchor is not None:
+            return max(0, self.anchor + self.since), Origin.ANCHORED
         if self.exact is not None:
             return self.exact, Origin.EXACT
         return self.estimated, Origin.ESTIMATED
+
+    def describe(self) -> str:
+        """Where the step's figure came from, in words."""
+        origin = self.best()[1]
+        if origin is Origin.ANCHORED and self.anchor is not None:
+            since = self.since
+            sign = "+" if since >= 0 else "-"
+            basis = "exact" if self.exact is not None and self.anchor_exact is not None else "est."
+            return (
+                f"reported {self.anchor:,} at step {self.anchor_step} {sign} {abs(since):,} "
+                f"{basis} since"
+            )
+        if origin is Origin.REPORTED and self.reported_label:
+            label = "provider usage" if self.reported_label == "usage" else self.reported_label
+            return f"reported ({label})"
+        return origin.value
 
     @property
     def peak(self) -> int:
@@ -312,6 +351,11 @@ class StepTable(Sequence[StepState]):
         self.prunes = array("i")
         self.dropped = array("i")
         self.final_turn = array("B")
+        self.anchor = array("q")
+        self.anchor_step = array("i")
+        self.anchor_estimated = array("q")
+        self.anchor_exact = array("q")
+        self.rejected = array("i")
 
     def __len__(self) -> int:
         return len(self.first_event)
@@ -344,6 +388,11 @@ class StepTable(Sequence[StepState]):
         self.prunes.append(state.prunes)
         self.dropped.append(state.dropped)
         self.final_turn.append(state.final_turn)
+        self.anchor.append(_NONE if state.anchor is None else _int64(state.anchor))
+        self.anchor_step.append(state.anchor_step)
+        self.anchor_estimated.append(state.anchor_estimated)
+        self.anchor_exact.append(_NONE if state.anchor_exact is None else state.anchor_exact)
+        self.rejected.append(state.rejected)
 
     def set_usage(self, i: int, row: int, given: Usage | None, reported: int, label: str) -> None:
         """Step ``i``'s usage: row ``row`` of the store's usage columns, else ``given``."""
@@ -360,6 +409,8 @@ class StepTable(Sequence[StepState]):
         exact = self.exact[i]
         reported = self.reported[i]
         peak = self.peak_reported[i]
+        anchor = self.anchor[i]
+        anchor_exact = self.anchor_exact[i]
         return StepState(
             i + 1,
             self.first_event[i],
@@ -377,6 +428,11 @@ class StepTable(Sequence[StepState]):
             self.prunes[i],
             self.dropped[i],
             bool(self.final_turn[i]),
+            None if anchor == _NONE else anchor,
+            self.anchor_step[i],
+            self.anchor_estimated[i],
+            None if anchor_exact == _NONE else anchor_exact,
+            self.rejected[i],
         )
 
     @overload
@@ -409,6 +465,13 @@ class StepTable(Sequence[StepState]):
         if reported != _NONE:
             return reported
         exact = self.exact[i]
+        if self.anchor[i] != _NONE:
+            anchor_exact = self.anchor_exact[i]
+            if exact != _NONE and anchor_exact != _NONE:
+                since = exact - anchor_exact
+            else:
+                since = self.estimated[i] - self.anchor_estimated[i]
+            return max(0, self.anchor[i] + since)
         return exact if exact != _NONE else self.estimated[i]
 
     def peak(self, i: int) -> int:
@@ -440,6 +503,10 @@ class _Running:
     prunes: int = 0
     dropped: int = 0
     final_turn: bool = False
+    anchor: int | None = None  # see ``StepState.anchor``
+    anchor_step: int = 0
+    anchor_estimated: int = 0
+    anchor_exact: int | None = None
 
 
 class StringColumn(Sequence[str]):
@@ -1092,10 +1159,24 @@ class Session:
                 steps = self.steps
                 last = len(steps) - 1
                 row = self._store.usage_row(-1 - self._events[index])
-                steps.set_usage(last, row, event.usage, event.usage.prompt_tokens, "usage")
-                if self._open.first_event == index:
-                    self._open.first_event = index + 1
-                    steps.last_event[last] = index
+                prompt = event.usage.prompt_tokens
+                steps.set_usage(last, row, event.usage, prompt, "usage")
+                self._answer_belongs_to_request(index)
+                if prompt > 0:
+                    exact = steps.exact[last]
+                    self._set_anchor(
+                        prompt, last + 1, steps.estimated[last], None if exact == _NONE else exact
+                    )
+        elif isinstance(event, RequestRejected):
+            if event.thread == MAIN_THREAD and self.steps:
+                # the refusal answers the latest request, like its usage would have
+                last = len(self.steps) - 1
+                self.steps.rejected[last] += 1
+                self._answer_belongs_to_request(index)
+                if event.tokens is not None:
+                    peak = self.steps.peak_reported[last]
+                    if peak == _NONE or event.tokens > peak:
+                        self.steps.peak_reported[last] = _int64(event.tokens)
         elif isinstance(event, ContextMeasured):
             self._measure(event.tokens, event.label or "agent")
         elif isinstance(event, GuardEvaluated):
@@ -1125,11 +1206,31 @@ class Session:
         elif isinstance(event, FinalTurnForced):
             run.final_turn = True
 
+    def _answer_belongs_to_request(self, index: int) -> None:
+        """An answer to the latest request (its usage, its refusal) at the head of the next
+        build-up belongs to the request's own step."""
+        if self._open.first_event == index:
+            self._open.first_event = index + 1
+            self.steps.last_event[len(self.steps) - 1] = index
+
+    def _set_anchor(self, tokens: int, step: int, estimated: int, exact: int | None) -> None:
+        run = self._run
+        run.anchor = tokens
+        run.anchor_step = step
+        run.anchor_estimated = estimated
+        run.anchor_exact = exact
+
     def _measure(self, tokens: int, label: str, *, peak_only: bool = False) -> None:
         run = self._run
         if not peak_only:
             run.reported = tokens
             run.reported_label = label
+            self._set_anchor(
+                tokens,
+                self._open.step,
+                run.estimated,
+                run.exact if run.exact_unknown == 0 and run.live else None,
+            )
         if run.peak_reported is None or tokens > run.peak_reported:
             run.peak_reported = tokens
 
@@ -1175,6 +1276,8 @@ class Session:
         anchor = t.index_of.get(event.keep_through) if event.keep_through else None
         if event.keep_through is not None and anchor is None:
             return  # the point to go back to was never seen: keep the context as it is
+        if event.keep_through is None:
+            run.anchor = None  # a new conversation: no earlier figure describes it
         system_code = _ROLE_CODE[Role.SYSTEM]
         live = run.live
         for index in live:
@@ -1227,6 +1330,10 @@ class Session:
         state.prunes = run.prunes
         state.dropped = run.dropped
         state.final_turn = run.final_turn
+        state.anchor = run.anchor
+        state.anchor_step = run.anchor_step
+        state.anchor_estimated = run.anchor_estimated
+        state.anchor_exact = run.anchor_exact
 
     def _close_step(self, request_index: int) -> None:
         state = self._open

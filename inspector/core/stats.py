@@ -15,6 +15,7 @@ from inspector.core.model import (
     Origin,
     ParseIssue,
     Pruned,
+    RequestRejected,
     ToolOutputAction,
     ToolOutputChanged,
 )
@@ -57,11 +58,13 @@ def summarize(session: Session, profile: Profile, facts: RunFacts) -> dict[str, 
         "peak_step": peak_step,
         "final_context_tokens": steps[-1].tokens if steps else 0,
         "final_context_source": steps[-1].origin.value if steps else Origin.ESTIMATED.value,
+        "final_context_note": steps[-1].describe() if steps else "",
         "messages": _messages_by_role_and_kind(session),
         "zone_crossings": _zone_crossings(steps, profile),
         "compactions": _compactions(session, steps),
         "prunes": _prunes(session),
         "final_turns": _final_turns(session),
+        "rejected_requests": _rejected(session),
         "dropped_tool_outputs": _count_tool_outputs(session, ToolOutputAction.DROPPED),
         "truncated_tool_outputs": _count_tool_outputs(session, ToolOutputAction.TRUNCATED),
         "spilled_tool_outputs": _count_tool_outputs(session, ToolOutputAction.SPILLED),
@@ -77,8 +80,14 @@ def _window(session: Session, profile: Profile) -> int:
 
 
 def _peak(steps: list[StepState]) -> tuple[int | None, int, str]:
+    """The largest context. A live end whose figure is anchored (the last reported figure plus
+    an estimate of what came after) is what the next request would be, never a size that was
+    sent or reported: it does not count when the session has figures of its own."""
     best: StepState | None = None
     for state in steps:
+        if state.request_event is None and state.origin is Origin.ANCHORED:
+            if state.peak_reported is None:
+                continue
         if best is None or state.peak > best.peak:
             best = state
     if best is None:
@@ -257,6 +266,19 @@ def _final_turns(session: Session) -> list[dict[str, Any]]:
         }
         for index, event in session.events_of(FinalTurnForced)
         if isinstance(event, FinalTurnForced)
+    ]
+
+
+def _rejected(session: Session) -> list[dict[str, Any]]:
+    return [
+        {
+            "step": session.step_at(index),
+            "tokens": event.tokens,
+            "limit": event.limit,
+            "reason": event.reason,
+        }
+        for index, event in session.events_of(RequestRejected)
+        if isinstance(event, RequestRejected)
     ]
 
 

@@ -29,6 +29,7 @@ from inspector.core.model import (
     Marker,
     ParseIssue,
     Pruned,
+    RequestRejected,
     ToolOutputAction,
     ToolOutputChanged,
     UsageReported,
@@ -58,13 +59,14 @@ _MARKER_OF_EVENT = {
     Pruned: "prune",
     FinalTurnForced: "final_turn",
     ContextReset: "reset",
+    RequestRejected: "rejected",
 }
 
 
 class _Points:
     """The timeline's points of one session under one profile, kept up to date as it grows."""
 
-    MARKED = (Compacted, Pruned, FinalTurnForced, ContextReset, ToolOutputChanged)
+    MARKED = (Compacted, Pruned, FinalTurnForced, ContextReset, ToolOutputChanged, RequestRejected)
 
     def __init__(self, session: Session, profile: Profile, generation: int) -> None:
         self.session = session
@@ -252,7 +254,7 @@ class SessionState:
             "warning": profile.warning_threshold(),
             "threshold": profile.threshold(),
             "zone": profile.zone(tokens),
-            "origin": state.origin.value if state is not None else "estimated",
+            "origin": state.describe() if state is not None else "estimated",
             "effective_limit": profile.limit_parts().effective,
         }
 
@@ -420,6 +422,10 @@ def _summary(event: Event) -> str:
         return f"recovered {event.tokens_recovered}, applied {event.applied}"
     if isinstance(event, FinalTurnForced):
         return f"{event.reason}: projected {event.projected_tokens} vs {event.limit_tokens}"
+    if isinstance(event, RequestRejected):
+        size = f"{event.tokens:,} tokens" if event.tokens is not None else "size not given"
+        limit = f" > {event.limit:,}" if event.limit is not None else ""
+        return f"refused: {size}{limit}: {event.reason}"
     if isinstance(event, ToolOutputChanged):
         return f"{event.action.value} {event.tool or ''} {event.tokens or ''}".strip()
     data = event.model_dump(exclude_none=True, exclude_defaults=True, exclude={"span", "type"})

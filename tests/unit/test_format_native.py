@@ -32,6 +32,7 @@ from inspector.core.model import (
     Part,
     PartType,
     Pruned,
+    RequestRejected,
     RequestSent,
     Role,
     SessionInfo,
@@ -133,6 +134,14 @@ def every_event() -> list[Event]:
             request_id="r1",
             thread="sub-1",
         ),
+        RequestRejected(
+            reason="prompt is too long: 210000 tokens > 200000 maximum",
+            code="invalid_request_error",
+            tokens=210000,
+            limit=200000,
+            model="gpt-4o",
+            thread="sub-1",
+        ),
         ContextMeasured(
             tokens=900, limit=1000, percent=90.5, origin=Origin.ESTIMATED, label="ctx line"
         ),
@@ -229,6 +238,7 @@ def test_round_trip_events_with_only_defaults() -> None:
     events: list[Event] = [
         RequestSent(),
         UsageReported(usage=Usage()),
+        RequestRejected(),
         Pruned(),
         Compacted(),
         ContextReset(),

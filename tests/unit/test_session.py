@@ -21,6 +21,7 @@ from inspector.core.model import (
     Part,
     PartType,
     Pruned,
+    RequestRejected,
     RequestSent,
     Role,
     SourceSpan,
@@ -60,8 +61,14 @@ def test_events_before_a_request_are_its_build_up_and_usage_belongs_to_the_reque
     assert first.reported == 1020 and first.origin is Origin.REPORTED
     assert first.usage is not None and first.usage.output == 7
     assert second.messages == 4
-    assert second.reported is None and second.origin is Origin.ESTIMATED
-    assert second.tokens == 10 + 2 + 1 + 100
+    # no figure of its own: the first step's reported 1,020 plus what was added since (the
+    # reply and the tool output: 1 + 100 by the estimate), never the bare recount of 113
+    assert second.reported is None and second.origin is Origin.ANCHORED
+    assert second.estimated == 10 + 2 + 1 + 100
+    assert (second.anchor, second.anchor_step, second.since) == (1020, 1, 1 + 100)
+    assert second.tokens == 1020 + 1 + 100
+    assert s.steps.tokens(1) == second.tokens
+    assert second.describe() == "reported 1,020 at step 1 + 101 est. since"
     assert s.step_at(3) == 1  # the usage event
     assert s.step_at(4) == 2  # the assistant reply is the next step's build-up
 
@@ -264,3 +271,50 @@ def test_message_rows_agree_with_the_records() -> None:
         (r.index, r.kind, r.estimate, r.event_index) for r in records
     ]
     assert [r.sent_in_main for r in rows] == [r.visible and r.thread == "main" for r in records]
+
+
+def test_the_live_end_is_the_last_reported_figure_plus_what_came_after() -> None:
+    """What the dashboard opens at: the last request's reported size plus the reply and tool
+    output since, counted exactly when every message is counted on both sides."""
+    s = Session(counter=FixedCounter(), count_exact=True)
+    s.append([msg("s", Role.SYSTEM, "x" * 40), msg("u", Role.USER, "hello"), RequestSent()])
+    s.append([UsageReported(usage=Usage(input=5000))])
+    s.append([msg("a", Role.ASSISTANT, "fine"), msg("t", Role.TOOL, "abc")])
+    live = s.live_state()
+    assert live.origin is Origin.ANCHORED
+    assert live.exact is not None and s.steps[0].exact is not None
+    assert live.since == live.exact - s.steps[0].exact > 0
+    assert live.tokens == 5000 + live.since
+    assert "exact since" in live.describe()
+
+
+def test_a_later_figure_moves_the_anchor_and_a_new_conversation_drops_it() -> None:
+    s = Session()
+    s.append([msg("u", Role.USER, "y" * 400), RequestSent()])
+    s.append([UsageReported(usage=Usage(input=9000))])
+    s.append([msg("a", Role.ASSISTANT, "z" * 40), ContextMeasured(tokens=7000, label="agent")])
+    s.append([msg("t", Role.TOOL, "w" * 80), RequestSent()])
+    second = s.steps[1]
+    # the agent's figure is this step's own: reported, not anchored
+    assert (second.tokens, second.origin) == (7000, Origin.REPORTED)
+    s.append([UsageReported(usage=Usage(input=0))])  # a zero report anchors nothing
+    s.append([msg("b", Role.ASSISTANT, "q" * 40)])
+    live = s.live_state()
+    assert live.anchor == 7000 and live.anchor_step == 2
+    assert live.tokens == 7000 + (20 + 10)  # the tool output after the figure, and the reply
+    s.append([ContextReset(reason="clear"), msg("n", Role.USER, "n" * 40)])
+    fresh = s.live_state()
+    assert fresh.anchor is None and fresh.origin is Origin.ESTIMATED and fresh.tokens == 10
+
+
+def test_a_refused_request_belongs_to_its_step_and_counts_only_towards_its_peak() -> None:
+    s = Session()
+    s.append([msg("u", Role.USER, "y" * 400), RequestSent()])
+    s.append([RequestRejected(reason="prompt is too long", tokens=210_000, limit=200_000)])
+    s.append([msg("u2", Role.USER, "again"), RequestSent()])
+    first, second = s.steps
+    assert first.rejected == 1 and second.rejected == 0
+    assert first.reported is None and first.tokens == 100  # no invented size of what was sent
+    assert first.peak == 210_000
+    assert s.step_at(2) == 1
+    assert s.steps.peak(0) == 210_000

@@ -15,7 +15,7 @@ from inspector.ui.widgets.counters_panel import CountersPanel
 from inspector.ui.widgets.timeline_view import TimelineView
 from inspector.ui.widgets.zone_gauge import ZoneGauge
 
-MARKER_KINDS = ("compaction", "final_turn", "dropped", "prune", "reset")
+MARKER_KINDS = ("compaction", "final_turn", "dropped", "prune", "reset", "rejected")
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)  # steps per second
 
 
@@ -74,7 +74,7 @@ class DashboardScreen(SessionScreen):
             text.append("  (live end)")
         current = state.state_at(step)
         if current is not None:
-            text.append(f"\n{current.tokens:,} tokens ({current.origin.value})")
+            text.append(f"\n{current.tokens:,} tokens, {current.describe()}")
             if current.peak > current.tokens:
                 text.append(f", peak {current.peak:,} before management")
             noun = "message" if current.messages == 1 else "messages"

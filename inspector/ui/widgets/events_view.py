@@ -44,6 +44,7 @@ KIND_COLOURS: dict[str, tuple[str, ...]] = {
     "tool_output": ("marker-drop", "error"),
     "final_turn": ("marker-final", "error"),
     "reset": ("marker-reset", "secondary"),
+    "rejected": ("marker-final", "error"),
     "issue": ("error",),
 }
 

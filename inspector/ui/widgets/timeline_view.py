@@ -36,8 +36,17 @@ MARKERS: dict[str, tuple[str, tuple[str, ...]]] = {  # name: letter, theme colou
     "dropped": ("D", ("marker-drop", "warning")),
     "final_turn": ("F", ("marker-final", "error")),
     "reset": ("R", ("marker-reset", "accent")),
+    "rejected": ("X", ("marker-final", "error")),
 }
-PRIORITY = ("final_turn", "reset", "compaction", "prune", "dropped")  # who wins a narrow column
+# who wins a narrow column
+PRIORITY = (
+    "final_turn",
+    "rejected",
+    "reset",
+    "compaction",
+    "prune",
+    "dropped",
+)  # who wins a narrow column
 BLOCKS = " ▁▂▃▄▅▆▇█"
 CACHE_LINES = 512
 WHEEL_STEP = 4  # cells per wheel notch
