@@ -244,7 +244,7 @@ class AiAgentDebugParser(LineParser):
 
     def _topic(self, name: str, payload: dict[str, Any], span: SourceSpan) -> list[Event]:
         out: list[Event] = []
-        debug = DebugTopic(name=name, payload=payload, span=span)
+        debug = DebugTopic(name=f"context-guard/{name}", payload=payload, span=span)
         if name == "evaluate-target" and self._guard is not None:
             out.append(debug)
             target = self._target(payload)

@@ -209,3 +209,28 @@ async def test_filtering_a_million_events_shows_progress_and_does_not_block() ->
         calls = source.calls
         await asyncio.sleep(0.05)
         assert source.calls - calls < 1_000
+
+
+def test_the_placeholders_topic_filter_finds_the_agents_topics() -> None:
+    """`topic:context-guard/evaluate`, as the filter's placeholder suggests, keeps exactly the
+    blocks ai-agent printed under that topic."""
+    from pathlib import Path
+
+    from inspector.config import build_profile
+    from inspector.formats import registry
+    from inspector.loader import load_session
+    from inspector.ui.state import SessionState
+
+    path = Path(__file__).parents[1] / "data" / "aiagent" / "debug.log"
+    loaded = load_session(
+        path, build_profile("aiagent"), format_spec=registry.detect(path), count_exact=False
+    )
+    state = SessionState(loaded)
+    rows = [state.event_row(i) for i in range(len(state.event_indices()))]
+    matcher = event_matcher("topic:context-guard/evaluate")
+    assert matcher is not None
+    printed = path.read_text().count("\ncontext-guard/evaluate {") + path.read_text().startswith(
+        "context-guard/evaluate {"
+    )
+    assert printed > 0
+    assert sum(1 for row in rows if matcher(row)) == printed

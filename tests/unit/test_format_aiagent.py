@@ -107,15 +107,16 @@ def test_every_block_is_a_debug_topic_with_its_span() -> None:
     assert not of(ParseIssue, got)
     labels = re.findall(rb"^(context-guard/[\w-]+|final-report-accounting) [{]", data, re.M)
     topics = of(DebugTopic, got)
-    expected = [lab.decode().removeprefix("context-guard/") for lab in labels]
+    # the topic as the agent prints it, so `topic:context-guard/evaluate` finds it
+    expected = [lab.decode() for lab in labels]
     assert [t.name for t in topics] == expected
     assert len(topics) == 25
     for topic in topics:
         assert topic.span is not None
         raw = data[topic.span.offset : topic.span.offset + topic.span.length].decode()
-        assert raw.split(" ", 1)[0].endswith(topic.name)
+        assert raw.split(" ", 1)[0] == topic.name
         assert raw.rstrip().endswith("}")
-    entry = next(t for t in topics if t.name == "log-entry")
+    entry = next(t for t in topics if t.name == "context-guard/log-entry")
     assert entry.payload["details"] == {
         "projected_tokens": 151350,
         "limit_tokens": 141808,
@@ -210,7 +211,10 @@ def test_debug_malformed_blocks() -> None:
     assert "unterminated string" in found[0].reason
     assert "not closed before the next topic" in found[1].reason
     assert "input ended inside the block" in found[2].reason
-    assert [t.name for t in of(DebugTopic, got)] == ["schema-estimate", "build-metrics"]
+    assert [t.name for t in of(DebugTopic, got)] == [
+        "context-guard/schema-estimate",
+        "context-guard/build-metrics",
+    ]
     assert [m.tokens for m in of(ContextMeasured, got)] == [10]
     assert len(of(RequestSent, got)) == 1
     assert [e.text for e in of(LogLine, got)] == ["plain text line"]
@@ -538,7 +542,7 @@ def test_real_stdout(corpus: Path) -> None:
     got = read(AiAgentDebugParser, data, path=str(path))
     assert not of(ParseIssue, got)
     text = data.decode()
-    labels = re.findall(r"^context-guard/([\w-]+) \{", text, re.M)
+    labels = re.findall(r"^(context-guard/[\w-]+) \{", text, re.M)
     assert len(labels) == 34
     topics = [t.name for t in of(DebugTopic, got)]
     assert [t for t in topics if t != "final-report-accounting"] == labels
@@ -561,13 +565,13 @@ def test_real_stdout(corpus: Path) -> None:
     assert [
         (g.current, g.pending, g.new, g.schema_tokens, g.extra, g.projected) for g in guards
     ] == printed
-    assert len(guards) == labels.count("evaluate") == 10
+    assert len(guards) == labels.count("context-guard/evaluate") == 10
     assert all(g.targets and g.targets[0].limit == 19712 for g in guards)
     statuses = [g.status for g in guards if g.status is not None]
-    assert statuses == [GuardStatus.OK] * labels.count("provider-eval")
+    assert statuses == [GuardStatus.OK] * labels.count("context-guard/provider-eval")
     expected = [int(x) for x in re.findall(r"expectedTokens: (\d+)", text)]
     assert [m.tokens for m in of(ContextMeasured, got)] == expected == [1842, 3588, 6790]
-    assert len(of(RequestSent, got)) == labels.count("build-metrics") == 3
+    assert len(of(RequestSent, got)) == labels.count("context-guard/build-metrics") == 3
     schema = re.search(r"schema-estimate \{ toolCount: (\d+), estimated: (\d+) \}", text)
     assert schema is not None
     assert info_extra(got)["tool_schema_tokens"] == int(schema.group(2))
