@@ -85,9 +85,9 @@ def _peak(steps: list[StepState]) -> tuple[int | None, int, str]:
     sent or reported: it does not count when the session has figures of its own."""
     best: StepState | None = None
     for state in steps:
-        if state.request_event is None and state.origin is Origin.ANCHORED:
-            if state.peak_reported is None:
-                continue
+        unsent = state.request_event is None and state.peak_reported is None
+        if unsent and state.origin is Origin.ANCHORED:
+            continue
         if best is None or state.peak > best.peak:
             best = state
     if best is None:
