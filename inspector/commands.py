@@ -80,15 +80,29 @@ def context_items(
     session: Session, profile: Profile, step: int | None, estimate: Callable[[Message], int]
 ) -> list[ContextItem]:
     """The messages in context at ``step`` (default: now), with what the transcript does not
-    show (a reported figure above the messages' estimate) as one overhead item first."""
+    show as one overhead item first: the part of the step's figure (the one the dashboard
+    shows: reported, or anchored on the latest report) above the agent's estimate of its
+    messages. A manual action therefore starts from the figure on screen."""
     indices = session.in_context(step)
     items = [ContextItem(session.body(i), estimate(session.body(i)), i) for i in indices]
-    states = session.all_steps()
-    upto = states[:step] if step is not None else states
-    # what the latest reported figure held beyond the agent's estimate of its messages
-    ref = next((s for s in reversed(upto) if s.reported is not None), None)
-    unshown = max(0, ref.reported - ref.estimated) if ref is not None and ref.reported else 0
+    state = session.state_of(step if step is not None else session.step_count())
+    figure = state.tokens if state is not None else 0
+    unshown = max(0, figure - sum(item.tokens for item in items))
     return with_overhead(items, unshown, bool(items))
+
+
+def check_simulable(session: Session, step: int | None) -> None:
+    """A manual action needs the messages' content: a log that records figures but no
+    messages at ``step`` cannot be simulated (the result would be made up)."""
+    if session.in_context(step):
+        return
+    where = f"step {step}" if step is not None else "the live end"
+    raise InputError(
+        "cannot simulate",
+        f"the file records no message content in context at {where} (only figures): "
+        "a prune, compaction or truncation needs the messages themselves; "
+        "open the agent's transcript or merge it with --merge",
+    )
 
 
 def act(
@@ -120,6 +134,7 @@ def run_diff(args: argparse.Namespace) -> list[dict[str, Any]]:
             raise InputError(
                 "no such step", f"{loaded.name} has steps 1 to {len(loaded.session.all_steps())}"
             )
+        check_simulable(loaded.session, step)
         items = context_items(loaded.session, loaded.profile, step, estimate)
         result = act(items, loaded.profile, action, estimate, summ)
         diff = diff_action(items, result)
@@ -129,6 +144,11 @@ def run_diff(args: argparse.Namespace) -> list[dict[str, Any]]:
             format=loaded.format.name,
             profile=loaded.profile.name,
             step=step or len(loaded.session.all_steps()),
+            figures=(
+                "before: the step's figure as the dashboard shows it (messages by the "
+                "profile's estimate, plus what the file's figure holds beyond them); after: "
+                "estimated by the profile's rule"
+            ),
         )
         out.append(data)
     return out

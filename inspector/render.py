@@ -248,6 +248,8 @@ def render_diff(out: Console, d: dict[str, Any], *, full: bool = False) -> None:
         )
     )
     out.print(Text(d["reason"]))
+    if d.get("figures"):
+        out.print(Text(d["figures"], style="dim"))
     out.print(
         Text(
             f"{_n(d['tokens_before'])} -> {_n(d['tokens_after'])} tokens "

@@ -335,9 +335,10 @@ class SessionState:
         self, action: Action, profile: Profile, summarizer: Summarizer, step: int | None = None
     ) -> tuple[list[ContextItem], PolicyResult, ActionDiff]:
         """What an action would do at the cursor, with the diff; nothing is changed yet."""
-        from inspector.commands import act, estimator_for
+        from inspector.commands import act, check_simulable, estimator_for
 
         estimate = estimator_for(profile)
+        check_simulable(self.session, step or self.step())
         items = self.context_items(step or self.step(), estimate)
         result = act(items, profile, action, estimate, summarizer)
         return items, result, diff_action(items, result)

@@ -155,6 +155,34 @@ def test_diff_shows_statuses_tokens_and_what_survived(capsys, tmp_path: Path) ->
     assert "what survived" in text and "summarized" in text
 
 
+def test_diff_on_a_log_of_figures_alone_says_it_cannot_simulate(capsys) -> None:
+    """BaseAgent's stderr log gives the context's size but not its messages: a compaction
+    there would be invented ("6,289 -> 94 tokens, 100% survived"), so it is refused."""
+    assert main(["diff", str(BASEAGENT_LOG), "--action", "compact"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "cannot simulate" in captured.err and "no message content" in captured.err
+
+
+def test_diff_starts_from_the_figure_the_dashboard_shows(capsys) -> None:
+    """At a step with a reported figure, the action's "before" is that figure (system prompt
+    and tools included), and the output says how each side was measured."""
+    from inspector.config import build_profile
+    from inspector.formats import registry
+    from inspector.loader import load_session
+
+    path = DATA / "claude_code" / "typical.jsonl"
+    loaded = load_session(
+        path, build_profile("claude-code"), format_spec=registry.detect(path), count_exact=False
+    )
+    step = next(s.step for s in loaded.session.steps if s.reported)
+    shown = loaded.session.state_of(step)
+    assert shown is not None
+    row = run_json(capsys, "diff", str(path), "--action", "compact", "--step", str(step))
+    assert row["tokens_before"] == shown.tokens
+    assert "after: estimated" in row["figures"]
+
+
 def test_diff_refuses_a_step_that_does_not_exist(capsys) -> None:
     assert main(["diff", str(BASEAGENT_LOG), "--step", "99"]) == 2
     assert "no such step" in capsys.readouterr().err
