@@ -305,13 +305,13 @@ def render_diff(out: Console, d: dict[str, Any], *, full: bool = False) -> None:
 
 
 def render_explain(out: Console, items: list[dict[str, Any]]) -> None:
-    from inspector.core.explain import NOT_REPRODUCED
+    from inspector.core.explain import NOT_REPRODUCED, how_found
 
     if not items:
         out.print(
             Text(
                 "nothing to explain: no forced final turn, dropped tool output, "
-                "compaction or context-limit error"
+                "compaction, prune or context-limit error"
             )
         )
         return
@@ -354,7 +354,7 @@ def render_explain(out: Console, items: list[dict[str, Any]]) -> None:
             out.print(
                 Text(
                     f"avoided with --set {a['setting']}={a['value']} "
-                    f"(now {a['from']}; confirmed by replay)"
+                    f"(now {a['from']}; {how_found(a)})"
                 )
             )
         if e.get("unavoidable"):

@@ -19,6 +19,8 @@ from inspector.core.model import (
     GuardEvaluated,
     LogLine,
     Message,
+    Pruned,
+    RequestRejected,
     ToolOutputAction,
     ToolOutputChanged,
 )
@@ -29,9 +31,11 @@ from inspector.core.session import Session
 from inspector.errors import ConfigError
 
 CONTRIBUTORS = 5
+# A provider's refusal printed in a log that gives no ``RequestRejected`` event. The agent's own
+# notices ("Context limit exceeded; forcing final turn") are decisions, not refusals.
 _CONTEXT_ERROR = re.compile(
-    r"context[_ ](?:length|window|limit)[^\n]{0,40}(?:exceed|too)|maximum context length|"
-    r"prompt is too long|too many tokens|input is too long",
+    r"context_length_exceeded|context_window_exceeded|maximum context length|"
+    r"prompt is too long|input is too long",
     re.IGNORECASE,
 )
 
@@ -102,7 +106,17 @@ _EVENT_KIND = {
     "final_turn": "final_turn",
     "dropped_tool_output": "dropped",
     "compaction": "compaction",
+    "prune": "prune",
 }
+
+
+ARITHMETIC = "by the agent's arithmetic on the figure in the file; not confirmed by replay"
+CONFIRMED = "confirmed by replay"
+
+
+def how_found(avoid: dict[str, Any]) -> str:
+    """How an ``avoid`` entry was found, in words."""
+    return CONFIRMED if avoid.get("confirmed", True) else ARITHMETIC
 
 
 NOT_REPRODUCED = (
@@ -114,7 +128,7 @@ NOT_REPRODUCED = (
 @dataclass
 class Explanation:
     step: int
-    event: str  # final_turn | dropped_tool_output | compaction | context_error
+    event: str  # final_turn | dropped_tool_output | compaction | prune | context_error
     reason: str
     projected_tokens: int | None
     limit_tokens: int | None
@@ -165,9 +179,11 @@ class Explainer:
         self.summarizer = summarizer
         self.search = search
         self._replays: dict[tuple[str, float], ReplayResult | None] = {}
+        self._refusals = False  # the session has RequestRejected events (set by ``explain``)
 
     def explain(self) -> list[Explanation]:
         out = []
+        self._refusals = any(True for _ in self.session.events_of(RequestRejected))
         for index, event in self.session.non_message_events():
             item = self._explain_event(index, event)
             if item is not None:
@@ -178,6 +194,7 @@ class Explainer:
 
     def _explain_event(self, index: int, event: Any) -> Explanation | None:
         step = self.session.step_at(index)
+        limit_known = True
         if isinstance(event, FinalTurnForced):
             kind, reason = "final_turn", event.reason
             projected, limit = event.projected_tokens, event.limit_tokens
@@ -189,16 +206,32 @@ class Explainer:
             kind, reason = "compaction", f"{event.trigger} compaction"
             projected = event.tokens_before
             limit = self.profile.threshold()
-        elif isinstance(event, LogLine) and _CONTEXT_ERROR.search(event.text):
+        elif isinstance(event, Pruned) and event.applied:
+            recovered = event.tokens_recovered
+            kind = "prune"
+            reason = f"{recovered:,} tokens recovered" if recovered is not None else "pruned"
+            projected = event.tokens_before
+            limit = self.profile.prune_threshold()
+            if limit is None:
+                limit_known = False
+                reason += " (the agent prunes at fixed moments, whatever the size)"
+        elif isinstance(event, RequestRejected):
+            kind, reason = "context_error", f"refused by the provider: {event.reason[:200]}"
+            projected, limit = event.tokens, event.limit
+            limit_known = limit is not None
+        elif (
+            isinstance(event, LogLine) and not self._refusals and _CONTEXT_ERROR.search(event.text)
+        ):
             kind, reason = "context_error", event.text[:200]
             projected, limit = None, self.profile.limit_parts().effective
         else:
             return None
-        guard = self._guard_at(step)
+        guard = self._guard_before(index, step)
         parts = self._limit_parts(guard)
+        logged = projected is not None  # the figure that crossed is in the file
         if projected is None:
             projected = self._tokens_at(step, guard)
-        if limit is None:
+        if limit is None and limit_known:
             limit = parts["window"] - parts["buffer"] - parts["max_output"]
         explanation = Explanation(
             step=step,
@@ -212,10 +245,22 @@ class Explainer:
             contributors=self._contributors(step),
         )
         if self.search and kind in _EVENT_KIND:
-            self._find_avoiders(explanation, _EVENT_KIND[kind])
+            self._find_avoiders(explanation, _EVENT_KIND[kind], arithmetic=logged)
+        elif self.search and kind == "context_error" and projected and limit:
+            self._window_above_provider(explanation, limit)
         return explanation
 
-    def _guard_at(self, step: int) -> GuardEvaluated | None:
+    def _guard_before(self, index: int, step: int) -> GuardEvaluated | None:
+        """The guard's evaluation that led to the event at ``index``: the last one before it
+        (an evaluation logged after the decision describes the request the decision made)."""
+        found: GuardEvaluated | None = None
+        for at, event in self.session.events_of(GuardEvaluated):
+            if at >= index:
+                break
+            if isinstance(event, GuardEvaluated):
+                found = event
+        if found is not None:
+            return found
         states = self.session.all_steps()
         for state in reversed(states[:step]):
             if state.guard is not None:
@@ -269,10 +314,14 @@ class Explainer:
 
     # -- the smallest change that avoids it ------------------------------------------------
 
-    def _find_avoiders(self, explanation: Explanation, kind: str) -> None:
+    def _find_avoiders(self, explanation: Explanation, kind: str, *, arithmetic: bool) -> None:
         explanation.reproduced = self._happens(self._replay_as_is(), kind, explanation.step)
         if not explanation.reproduced:
-            return  # every change would seem to avoid it: none can be confirmed
+            # every change would seem to avoid it: none can be confirmed; when the file gives
+            # the figure that crossed, offer the arithmetic on it instead, labelled as such
+            if arithmetic:
+                self._arithmetic(explanation, kind)
+            return
         for knob in KNOBS.get(self.profile.agent, []):
             current = self._current(knob)
             if current is None:
@@ -285,8 +334,69 @@ class Explainer:
                 continue
             value = self._smallest(knob, current, bound, kind, explanation.step)
             explanation.avoid.append(
-                {"setting": knob.setting, "value": value, "from": _plain(current)}
+                {
+                    "setting": knob.setting,
+                    "value": value,
+                    "from": _plain(current),
+                    "confirmed": True,
+                }
             )
+
+    def _arithmetic(self, explanation: Explanation, kind: str) -> None:
+        """Per knob, the smallest change under which the recorded figure no longer crosses the
+        agent's own limit, by the profile's arithmetic alone (not confirmed by replay)."""
+        projected = explanation.projected_tokens
+        if projected is None:
+            return
+        for knob in KNOBS.get(self.profile.agent, []):
+            current = self._current(knob)
+            if current is None:
+                continue
+            bound = knob.bound(self.profile)
+            if (bound - current) * knob.direction <= 0:
+                continue
+            if _crosses(self._with(knob.setting, bound), kind, projected):
+                explanation.unavoidable.append(knob.setting)
+                continue
+            scale = 1 / knob.step
+            lo, hi = round(current * scale), round(bound * scale)
+            while abs(hi - lo) > 1:
+                mid = (lo + hi) // 2
+                if _crosses(self._with(knob.setting, mid / scale), kind, projected):
+                    lo = mid
+                else:
+                    hi = mid
+            explanation.avoid.append(
+                {
+                    "setting": knob.setting,
+                    "value": _plain(hi / scale),
+                    "from": _plain(current),
+                    "confirmed": False,
+                }
+            )
+
+    def _window_above_provider(self, explanation: Explanation, provider_limit: int) -> None:
+        """A refusal: the agent believed its window larger than the provider's limit."""
+        window = self.profile.context_window
+        if window > provider_limit:
+            explanation.avoid.append(
+                {
+                    "setting": "context_window",
+                    "value": provider_limit,
+                    "from": window,
+                    "confirmed": False,
+                }
+            )
+
+    def _with(self, setting: str, value: float) -> Profile | None:
+        overrides = {
+            **self.profile.model_dump(exclude_defaults=True, exclude={"name", "agent"}),
+            setting: _typed(self.profile, setting, value),
+        }
+        try:
+            return make_profile(self.profile.name, overrides)
+        except ConfigError:
+            return None
 
     def _current(self, knob: Knob) -> float | None:
         value = getattr(self.profile, knob.setting, None)
@@ -339,13 +449,8 @@ class Explainer:
     def _replay_with(self, setting: str, value: float) -> ReplayResult | None:
         key = (setting, value)
         if key not in self._replays:
-            overrides = {
-                **self.profile.model_dump(exclude_defaults=True, exclude={"name", "agent"}),
-                setting: _typed(self.profile, setting, value),
-            }
-            try:
-                profile = make_profile(self.profile.name, overrides)
-            except ConfigError:
+            profile = self._with(setting, value)
+            if profile is None:
                 self._replays[key] = None
             else:
                 self._replays[key] = replay(
@@ -356,6 +461,18 @@ class Explainer:
                     freeze=self.freeze,
                 )
         return self._replays[key]
+
+
+def _crosses(profile: Profile | None, kind: str, projected: int) -> bool:
+    """Whether ``projected`` crosses the agent's limit for ``kind`` under ``profile``."""
+    if profile is None:
+        return True  # a value the profile refuses avoids nothing
+    if kind == "compaction":
+        return profile.over_threshold(projected)
+    if kind == "prune":
+        limit = profile.prune_threshold()
+        return limit is not None and projected > limit
+    return projected > profile.limit_parts().effective
 
 
 def _typed(profile: Profile, setting: str, value: float) -> int | float:

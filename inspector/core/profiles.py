@@ -99,6 +99,11 @@ class Profile(BaseModel):
         """The first token count in the warning zone."""
         return _ceil_ratio(self.warning_ratio, self.threshold())
 
+    def prune_threshold(self) -> int | None:
+        """The count above which the agent prunes, or None when its prune does not depend on
+        the context's size (it runs at fixed moments)."""
+        return self.threshold()
+
     def zone(self, tokens: int) -> Zone:
         bounds = self._zone_bounds
         if bounds is None:  # computed once: the profile is frozen
@@ -260,6 +265,9 @@ class OpenCodeProfile(Profile):
     def percent_base(self) -> int:
         return self.context_window  # the TUI shows tokens against model.limit.context
 
+    def prune_threshold(self) -> int | None:
+        return None  # prune runs at the end of every turn, whatever the size
+
     def derived(self) -> dict[str, object]:
         return {
             "max_output": self.max_output(),
@@ -304,6 +312,9 @@ class GuideProfile(Profile):
     def prune_above(self) -> int:
         """Stage 1 (prune, keep 5) runs when tokens > this: ``current > max × 0.70``."""
         return math.floor(self.context_window * self.prune_ratio)
+
+    def prune_threshold(self) -> int | None:
+        return self.prune_above()
 
     def critical_above(self) -> int:
         return math.floor(self.context_window * self.critical_ratio)

@@ -1180,7 +1180,10 @@ class Session:
         elif isinstance(event, ContextMeasured):
             self._measure(event.tokens, event.label or "agent")
         elif isinstance(event, GuardEvaluated):
-            run.guard = event
+            # once a final turn is forced, the step keeps the evaluation that forced it (a
+            # later one describes the final request the decision made)
+            if not (run.final_turn and run.guard is not None):
+                run.guard = event
         elif isinstance(event, Compacted):
             if event.thread == MAIN_THREAD and not event.failed:
                 self._compact(event)

@@ -72,11 +72,12 @@ async def test_nothing_at_or_before_the_cursor_names_the_next_event() -> None:
         assert "next one is at step 2" in title
         assert not screen.query_one("#explain-details").display
 
-        state.move(None)  # the last step: the compaction of step 5 is the nearest before
+        state.move(None)  # the last step: step 5's prune, then its compaction, are nearest
         app.changed()
         await pilot.pause()
-        assert [e.step for e in screen.entries] == [5]
-        assert "compaction" in str(screen.query_one("#explain-title", Static).render())
+        assert [(e.step, e.event) for e in screen.entries] == [(5, "prune"), (5, "compaction")]
+        title = str(screen.query_one("#explain-title", Static).render())
+        assert "step 5: prune" in title and "1 of 2 at this step" in title
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, ExplainScreen)

@@ -318,3 +318,14 @@ def test_a_refused_request_belongs_to_its_step_and_counts_only_towards_its_peak(
     assert first.peak == 210_000
     assert s.step_at(2) == 1
     assert s.steps.peak(0) == 210_000
+
+
+def test_a_step_with_a_forced_final_turn_keeps_the_evaluation_that_forced_it() -> None:
+    from inspector.core.model import GuardEvaluated
+
+    s = Session()
+    s.append([msg("u", Role.USER, "y" * 40), RequestSent()])
+    forcing = GuardEvaluated(current=32_898, new=5_410, projected=38_308)
+    after = GuardEvaluated(current=32_898, projected=32_898)
+    s.append([forcing, FinalTurnForced(reason="context"), after, RequestSent(final_turn=True)])
+    assert s.steps[1].guard == forcing

@@ -15,7 +15,7 @@ from textual.widgets import DataTable, Label, LoadingIndicator, Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from inspector.core.counters import Counters
-from inspector.core.explain import NOT_REPRODUCED, Explainer, Explanation
+from inspector.core.explain import NOT_REPRODUCED, Explainer, Explanation, how_found
 from inspector.ui import plain
 from inspector.ui.screens.action_picker import error_text
 from inspector.ui.screens.base import SessionScreen
@@ -30,11 +30,12 @@ EVENT_NAMES = {
     "final_turn": "forced final turn",
     "dropped_tool_output": "dropped tool output",
     "compaction": "compaction",
+    "prune": "prune",
     "context_error": "context-limit error",
 }
 
 CONTRIBUTOR_COLUMNS = (("step", 6), ("role / kind", 24), ("tool", 24), ("tokens", 10), ("id", 40))
-AVOID_COLUMNS = (("setting", 24), ("now", 10), ("avoided at", 10), ("change", 10), ("", 20))
+AVOID_COLUMNS = (("setting", 24), ("now", 10), ("avoided at", 10), ("change", 10), ("", 40))
 
 
 def pick(entries: list[Explanation], step: int) -> list[Explanation]:
@@ -276,14 +277,16 @@ class ExplainScreen(SessionScreen):
                 _number(now),
                 _number(to),
                 _change(now, to),
-                "confirmed by replay",
+                how_found(item),
                 key=str(i),
             )
         note = self.query_one("#explain-unavoidable", Static)
         if not self.complete:
             note.update("searching by replay…")
         elif entry.reproduced is False:
-            note.update(Text(NOT_REPRODUCED))
+            note.update(
+                Text(NOT_REPRODUCED + ("; the settings above: arithmetic" if entry.avoid else ""))
+            )
         elif entry.unavoidable:
             note.update(Text("not avoidable by changing: " + ", ".join(entry.unavoidable)))
         elif not entry.avoid:
