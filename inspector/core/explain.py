@@ -315,39 +315,26 @@ class Explainer:
     # -- the smallest change that avoids it ------------------------------------------------
 
     def _find_avoiders(self, explanation: Explanation, kind: str, *, arithmetic: bool) -> None:
-        explanation.reproduced = self._happens(self._replay_as_is(), kind, explanation.step)
-        if not explanation.reproduced:
-            # every change would seem to avoid it: none can be confirmed; when the file gives
-            # the figure that crossed, offer the arithmetic on it instead, labelled as such
-            if arithmetic:
-                self._arithmetic(explanation, kind)
+        step = explanation.step
+        explanation.reproduced = self._happens(self._replay_as_is(), kind, step)
+        if explanation.reproduced:
+            self._search(explanation, lambda knob, v: self._avoids(knob, v, kind, step), True)
             return
-        for knob in KNOBS.get(self.profile.agent, []):
-            current = self._current(knob)
-            if current is None:
-                continue
-            bound = knob.bound(self.profile)
-            if (bound - current) * knob.direction <= 0:
-                continue
-            if not self._avoids(knob, bound, kind, explanation.step):
-                explanation.unavoidable.append(knob.setting)
-                continue
-            value = self._smallest(knob, current, bound, kind, explanation.step)
-            explanation.avoid.append(
-                {
-                    "setting": knob.setting,
-                    "value": value,
-                    "from": _plain(current),
-                    "confirmed": True,
-                }
-            )
-
-    def _arithmetic(self, explanation: Explanation, kind: str) -> None:
-        """Per knob, the smallest change under which the recorded figure no longer crosses the
-        agent's own limit, by the profile's arithmetic alone (not confirmed by replay)."""
+        # every change would seem to avoid it: none can be confirmed; when the file gives the
+        # figure that crossed, offer the agent's own arithmetic on it instead, labelled as such
         projected = explanation.projected_tokens
-        if projected is None:
-            return
+        if arithmetic and projected is not None:
+
+            def below(knob: Knob, value: float) -> bool:
+                return not _crosses(self._with(knob.setting, value), kind, projected)
+
+            self._search(explanation, below, False)
+
+    def _search(
+        self, explanation: Explanation, avoids: Callable[[Knob, float], bool], confirmed: bool
+    ) -> None:
+        """Per knob, the smallest change for which ``avoids`` holds (a binary search between
+        the current value, where the event happens, and the knob's bound)."""
         for knob in KNOBS.get(self.profile.agent, []):
             current = self._current(knob)
             if current is None:
@@ -355,25 +342,33 @@ class Explainer:
             bound = knob.bound(self.profile)
             if (bound - current) * knob.direction <= 0:
                 continue
-            if _crosses(self._with(knob.setting, bound), kind, projected):
+            if not avoids(knob, bound):
                 explanation.unavoidable.append(knob.setting)
                 continue
             scale = 1 / knob.step
-            lo, hi = round(current * scale), round(bound * scale)
+            lo, hi = round(current * scale), round(bound * scale)  # fails, avoids
             while abs(hi - lo) > 1:
                 mid = (lo + hi) // 2
-                if _crosses(self._with(knob.setting, mid / scale), kind, projected):
-                    lo = mid
-                else:
+                if avoids(knob, mid / scale):
                     hi = mid
+                else:
+                    lo = mid
             explanation.avoid.append(
                 {
                     "setting": knob.setting,
                     "value": _plain(hi / scale),
                     "from": _plain(current),
-                    "confirmed": False,
+                    "confirmed": confirmed,
                 }
             )
+
+    def _current(self, knob: Knob) -> float | None:
+        value = getattr(self.profile, knob.setting, None)
+        if value is None and knob.derived:
+            value = self.profile.settings().get(knob.derived)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return None
+        return float(value)
 
     def _window_above_provider(self, explanation: Explanation, provider_limit: int) -> None:
         """A refusal: the agent believed its window larger than the provider's limit."""
@@ -397,29 +392,6 @@ class Explainer:
             return make_profile(self.profile.name, overrides)
         except ConfigError:
             return None
-
-    def _current(self, knob: Knob) -> float | None:
-        value = getattr(self.profile, knob.setting, None)
-        if value is None and knob.derived:
-            value = self.profile.settings().get(knob.derived)
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            return None
-        return float(value)
-
-    def _smallest(
-        self, knob: Knob, current: float, bound: float, kind: str, step: int
-    ) -> int | float:
-        """Binary search between the current value (event happens) and ``bound`` (avoided)."""
-        scale = 1 / knob.step
-        lo = round(current * scale)  # fails
-        hi = round(bound * scale)  # avoids
-        while abs(hi - lo) > 1:
-            mid = (lo + hi) // 2
-            if self._avoids(knob, mid / scale, kind, step):
-                hi = mid
-            else:
-                lo = mid
-        return _plain(hi / scale)
 
     def _avoids(self, knob: Knob, value: float, kind: str, step: int) -> bool:
         result = self._replay_with(knob.setting, value)
