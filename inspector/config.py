@@ -168,8 +168,8 @@ def build_summarizer(config_path: Path | None) -> Summarizer:
     base_url = "http://127.0.0.1:8080/v1"
     model = "qwen2.5-7b-instruct"
     api_key_env = "OPENAI_API_KEY"  # the NAME of the variable holding the key
-    timeout = 60
-    retries = 2
+    timeout = 60                    # the most one summary takes, all attempts included
+    retries = 2                     # more attempts after a failed connection, 429 or 5xx
     """
     doc = load_config_file(config_path) if config_path is not None else {}
     table = doc.get("summarizer", {})

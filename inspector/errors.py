@@ -13,6 +13,10 @@ class InspectorError(Exception):
         self.title = title
         self.message = message
 
+    def __reduce__(self) -> tuple[type[InspectorError], tuple[str, str]]:
+        # as built (title and message), so that it crosses from a worker process intact
+        return type(self), (self.title, self.message)
+
     def one_line(self) -> str:
         text = f"{self.title}: {self.message}"
         return " ".join(text.split())

@@ -1,56 +1,40 @@
-"""The summaries a compaction keeps: a local extractive summarizer and an OpenAI-compatible client.
+"""The summaries a compaction keeps, and which summarizer writes them.
 
 Policies take a ``Summarizer`` (``inspector.core.policies.base``): anything with
-``summarize(messages, budget_tokens) -> str``. Two live here:
+``summarize(messages, budget_tokens) -> str``. Two exist:
 
-- ``LocalSummarizer``, the default: deterministic, offline, extractive. It keeps what compaction
-  prompts ask an agent to keep (the task, the files, the commands, the errors and their fixes,
-  the decisions, the next steps), one fact per line under a section header, and drops the
-  least valuable lines until the text fits the budget.
-- ``OpenAICompatibleSummarizer``: one ``POST {base_url}/chat/completions`` to a server the user
-  configured (llama.cpp, vLLM, Ollama's ``/v1``, OpenAI, ...), with the standard library only.
-  It is the only network call the inspector makes, and only when asked (DESIGN.md, decision 9).
+- ``LocalSummarizer`` (here), the default: deterministic, offline, extractive. It keeps what
+  compaction prompts ask an agent to keep (the task, the files, the commands, the errors and
+  their fixes, the decisions, the next steps), one fact per line under a section header, and
+  drops the least valuable lines until the text fits the budget.
+- ``OpenAICompatibleSummarizer`` (``inspector.core.endpoint``): a server the user configured.
 
-Both raise before returning anything, so a failed summary never leaves a half-built context:
-policies call ``summarize`` before they change anything.
+``summarizer_from_config`` chooses between them. Both raise before returning anything, so a
+failed summary never leaves a half-built context: policies call ``summarize`` before they
+change anything.
 """
 
 from __future__ import annotations
 
 import difflib
-import http.client
-import ipaddress
 import json
 import math
-import os
 import re
-import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import accumulate, chain
 from typing import Any, NamedTuple
 
+from inspector.core.endpoint import MAX_TIMEOUT_SECONDS, OpenAICompatibleSummarizer
 from inspector.core.estimate import Counter
 from inspector.core.model import Message, MessageKind, Part, PartType, Role
 from inspector.core.policies.base import Summarizer
-from inspector.errors import ConfigError, InspectorError
+from inspector.errors import ConfigError
 
 __all__ = [
     "LocalSummarizer",
-    "OpenAICompatibleSummarizer",
-    "SummarizerError",
-    "render_conversation",
     "summarizer_from_config",
-    "system_prompt",
 ]
-
-
-class SummarizerError(InspectorError):
-    """A summary could not be written: the server timed out, failed, replied nonsense, or the
-    API key is missing. The message is one line and never contains the key."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -93,7 +77,7 @@ def _parse_json(text: str | None) -> tuple[bool, Any]:
         return False, None
     try:
         return True, json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than the decoder goes
         return False, text
 
 
@@ -1145,314 +1129,6 @@ class LocalSummarizer:
 
 
 # --------------------------------------------------------------------------------------------
-# OpenAI-compatible endpoint
-
-MAX_PART_CHARS = 8_000  # a longer part is sent as its head and tail
-MAX_REPLY_BYTES = 16 * 1024 * 1024
-MAX_BACKOFF_SECONDS = 5.0
-_SNIPPET = 160
-
-
-def system_prompt(budget_tokens: int) -> str:
-    """The instructions sent with the conversation (our wording)."""
-    return (
-        "You write the summary that will replace the earlier part of a conversation between a "
-        "user and a coding agent, so that the agent can carry on with the task without it. "
-        "Keep, in this order: the task (what the user asked, first and later); the files read "
-        "or changed; the commands run; the errors met and how each one was resolved; the "
-        "decisions taken and why; the next steps. Keep paths, commands and error messages "
-        "word for word, invent nothing, and leave out pleasantries. "
-        f"Stay within {budget_tokens} tokens. Reply with the summary only."
-    )
-
-
-def _clip(text: str, limit: int = MAX_PART_CHARS) -> str:
-    if len(text) <= limit:
-        return text
-    head = limit * 2 // 3
-    tail = limit - head
-    omitted = len(text) - head - tail
-    return f"{text[:head]}\n[... {omitted} characters left out ...]\n{text[-tail:]}"
-
-
-def render_conversation(messages: Sequence[Message]) -> str:
-    """The conversation as plain text, one labelled block per part."""
-    blocks: list[str] = []
-    for message in messages:
-        if message.kind is MessageKind.META:
-            continue
-        role = "earlier summary" if message.kind is MessageKind.SUMMARY else message.role.value
-        for part in message.parts:
-            if part.type is PartType.TOOL_CALL:
-                label = f"[{role} called {part.tool_name or 'a tool'}]"
-                blocks.append(f"{label} {_clip(part.arguments or '')}".rstrip())
-            elif part.type is PartType.TOOL_RESULT:
-                name = f" {part.tool_name}" if part.tool_name else ""
-                status = " (error)" if part.is_error else ""
-                blocks.append(f"[tool{name} result{status}]\n{_clip(part.text)}")
-            elif part.type is PartType.THINKING:
-                continue
-            elif part.type is PartType.IMAGE:
-                blocks.append(f"[{role}: an image]")
-            elif part.text:
-                blocks.append(f"[{role}]\n{_clip(part.text)}")
-    return "\n\n".join(blocks)
-
-
-def _is_loopback(host: str | None) -> bool:
-    if not host:
-        return False
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-class _Retry(Exception):
-    """An attempt failed in a way worth another try; ``error`` is what to raise at the end."""
-
-    def __init__(self, error: SummarizerError, wait: float | None = None) -> None:
-        super().__init__(error.message)
-        self.error = error
-        self.wait = wait
-
-
-class OpenAICompatibleSummarizer:
-    """A summary from ``POST {base_url}/chat/completions``.
-
-    ``base_url`` ends before ``/chat/completions`` (``http://127.0.0.1:8080/v1``). The API key is
-    read at call time from the environment variable named ``api_key_env`` (None: no key, as for a
-    local server). Connection errors, timeouts, 429 and 5xx are retried ``retries`` times with a
-    short exponential backoff; everything else fails at once. ``max_tokens`` caps the reply
-    (None: the summary budget).
-    """
-
-    def __init__(
-        self,
-        base_url: str,
-        model: str,
-        api_key_env: str | None = None,
-        timeout: float = 60,
-        retries: int = 2,
-        max_tokens: int | None = None,
-        *,
-        backoff: float = 0.5,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        parsed = urllib.parse.urlsplit(base_url)
-        if parsed.scheme not in ("http", "https") or not parsed.netloc:
-            raise ConfigError(
-                "Invalid summarizer setting",
-                f"summarizer_base_url: expected an http:// or https:// URL, got {base_url!r}",
-            )
-        if timeout <= 0 or retries < 0 or (max_tokens is not None and max_tokens <= 0):
-            raise ConfigError(
-                "Invalid summarizer setting",
-                "timeout must be > 0, retries >= 0 and max_tokens > 0",
-            )
-        self.base_url = base_url.rstrip("/")
-        self.url = f"{self.base_url}/chat/completions"
-        self.model = model
-        self.api_key_env = api_key_env
-        self.timeout = timeout
-        self.retries = retries
-        self.max_tokens = max_tokens
-        self.backoff = backoff
-        self._sleep = sleep
-        handlers: list[urllib.request.BaseHandler] = []
-        if _is_loopback(parsed.hostname):
-            handlers.append(urllib.request.ProxyHandler({}))  # never send loopback via a proxy
-        self._opener = urllib.request.build_opener(*handlers)
-
-    # -- the call -------------------------------------------------------------------------
-
-    def summarize(self, messages: Sequence[Message], budget_tokens: int) -> str:
-        key = self._api_key()
-        body = json.dumps(self.request_body(messages, budget_tokens)).encode("utf-8")
-        headers = {
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-            "User-Agent": "ctx-inspect",
-        }
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        attempts = self.retries + 1
-        for attempt in range(attempts):
-            try:
-                return self._attempt(body, headers, key)
-            except _Retry as retry:
-                if attempt + 1 >= attempts:
-                    raise self._final(retry.error, attempts) from None
-                wait = min(MAX_BACKOFF_SECONDS, self.backoff * (2**attempt))
-                if retry.wait is not None:
-                    wait = max(wait, min(MAX_BACKOFF_SECONDS, retry.wait))
-                self._sleep(wait)
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def request_body(self, messages: Sequence[Message], budget_tokens: int) -> dict[str, Any]:
-        budget = max(1, budget_tokens)
-        return {
-            "model": self.model,
-            "messages": [
-                {"role": "system", "content": system_prompt(budget)},
-                {
-                    "role": "user",
-                    "content": "The conversation to summarise:\n\n" + render_conversation(messages),
-                },
-            ],
-            "max_tokens": self.max_tokens if self.max_tokens is not None else budget,
-            "temperature": 0,
-            "stream": False,
-        }
-
-    def _api_key(self) -> str | None:
-        if self.api_key_env is None:
-            return None
-        key = os.environ.get(self.api_key_env, "").strip()
-        if not key:
-            raise SummarizerError(
-                "Summarizer API key missing",
-                f"the environment variable {self.api_key_env} (summarizer_api_key_env) is not "
-                "set or is empty",
-            )
-        return key
-
-    def _final(self, error: SummarizerError, attempts: int) -> SummarizerError:
-        if attempts <= 1:
-            return error
-        return SummarizerError(error.title, f"{error.message} (after {attempts} attempts)")
-
-    def _attempt(self, body: bytes, headers: dict[str, str], key: str | None) -> str:
-        request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
-        timeout_error = SummarizerError(
-            "Summarizer timed out", f"no reply from {self.url} within {self.timeout:g} s"
-        )
-        try:
-            with self._opener.open(request, timeout=self.timeout) as response:
-                raw = response.read(MAX_REPLY_BYTES + 1)
-                content_type = response.headers.get("Content-Type", "")
-        except urllib.error.HTTPError as exc:
-            error = self._http_error(exc, key)
-            if exc.code == 429 or exc.code >= 500:
-                raise _Retry(error, _retry_after(exc)) from None
-            raise error from None
-        except urllib.error.URLError as exc:
-            if isinstance(exc.reason, TimeoutError):
-                raise _Retry(timeout_error) from None
-            reason = exc.reason.strerror if isinstance(exc.reason, OSError) else exc.reason
-            raise _Retry(
-                SummarizerError(
-                    "Summarizer unreachable",
-                    _redact(f"cannot connect to {self.url}: {reason or exc}", key),
-                )
-            ) from None
-        except TimeoutError:
-            raise _Retry(timeout_error) from None
-        except (OSError, http.client.HTTPException) as exc:
-            raise _Retry(
-                SummarizerError(
-                    "Summarizer unreachable",
-                    _redact(f"the connection to {self.url} failed: {_describe(exc)}", key),
-                )
-            ) from None
-        return self._content(raw, content_type, key)
-
-    def _http_error(self, exc: urllib.error.HTTPError, key: str | None) -> SummarizerError:
-        try:
-            raw = exc.read(64 * 1024)
-        except Exception:  # the body is a courtesy; the status is the error
-            raw = b""
-        detail = _server_message(raw) or exc.reason or "no message"
-        return SummarizerError(
-            "Summarizer request failed",
-            _redact(f"HTTP {exc.code} from {self.url}: {detail}", key),
-        )
-
-    def _content(self, raw: bytes, content_type: str, key: str | None) -> str:
-        def malformed(what: str) -> SummarizerError:
-            return SummarizerError(
-                "Summarizer reply malformed", _redact(f"{self.url}: {what}", key)
-            )
-
-        if len(raw) > MAX_REPLY_BYTES:
-            raise malformed(f"the reply is larger than {MAX_REPLY_BYTES} bytes")
-        text = raw.decode("utf-8", errors="replace")
-        try:
-            data = json.loads(text)
-        except ValueError:
-            kind = content_type.split(";")[0].strip() or "no content type"
-            raise malformed(f"the reply is not JSON ({kind}: {_snippet(text)!r})") from None
-        if not isinstance(data, dict):
-            raise malformed(f"the reply is not a JSON object ({_snippet(text)!r})")
-        choices = data.get("choices")
-        if not isinstance(choices, list) or not choices:
-            server = _server_message(raw)
-            extra = f"; the server says: {server}" if server else ""
-            raise malformed(f"the reply has no choices{extra}")
-        first = choices[0]
-        message = first.get("message") if isinstance(first, dict) else None
-        content = message.get("content") if isinstance(message, dict) else None
-        if isinstance(content, list):  # content parts
-            content = "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-        if not isinstance(content, str) or not content.strip():
-            finish = first.get("finish_reason") if isinstance(first, dict) else None
-            why = f" (finish_reason {finish})" if finish else ""
-            raise malformed(f"the reply's first choice has empty content{why}")
-        return content.strip()
-
-
-def _describe(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def _retry_after(exc: urllib.error.HTTPError) -> float | None:
-    value = exc.headers.get("Retry-After") if exc.headers is not None else None
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None
-
-
-def _snippet(text: str) -> str:
-    text = _one_line(text)
-    return text if len(text) <= _SNIPPET else text[:_SNIPPET] + "…"
-
-
-def _server_message(raw: bytes) -> str:
-    """The server's own error message from an error body (OpenAI, llama.cpp, vLLM, Ollama)."""
-    text = raw.decode("utf-8", errors="replace")
-    if not text.strip():
-        return ""
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return _snippet(re.sub(r"<[^>]*>", " ", text))
-    if isinstance(data, dict):
-        error = data.get("error")
-        if isinstance(error, dict):
-            for field in ("message", "type", "code"):
-                if isinstance(error.get(field), str) and error[field].strip():
-                    return _snippet(error[field])
-        if isinstance(error, str) and error.strip():
-            return _snippet(error)
-        for field in ("message", "detail"):
-            if isinstance(data.get(field), str) and data[field].strip():
-                return _snippet(data[field])
-        return ""
-    return _snippet(text)
-
-
-def _redact(text: str, key: str | None) -> str:
-    text = _one_line(text)
-    if key:
-        text = text.replace(key, "[redacted]")
-    return text
-
-
-# --------------------------------------------------------------------------------------------
 # Configuration
 
 SUMMARIZER_KEYS: tuple[str, ...] = (
@@ -1487,9 +1163,10 @@ def summarizer_from_config(config: Mapping[str, object]) -> Summarizer:
 
     Keys: ``summarizer`` (``"local"`` or ``"openai"``), and for ``"openai"``
     ``summarizer_base_url``, ``summarizer_model``, ``summarizer_api_key_env`` (the NAME of the
-    environment variable that holds the key), ``summarizer_timeout`` (seconds),
-    ``summarizer_retries`` and ``summarizer_max_tokens``. Other keys are left to their owners;
-    an unknown ``summarizer_*`` key is an error.
+    environment variable that holds the key), ``summarizer_timeout`` (seconds: the most one
+    summary takes, all attempts included), ``summarizer_retries`` and
+    ``summarizer_max_tokens``. Other keys are left to their owners; an unknown
+    ``summarizer_*`` key is an error.
     """
     for key in config:
         if key.startswith("summarizer") and key not in SUMMARIZER_KEYS:
@@ -1524,9 +1201,13 @@ def summarizer_from_config(config: Mapping[str, object]) -> Summarizer:
         isinstance(timeout, bool)
         or not isinstance(timeout, int | float)
         or not math.isfinite(timeout)
-        or timeout <= 0
+        or not 0 < timeout <= MAX_TIMEOUT_SECONDS
     ):
-        raise _bad("summarizer_timeout", "a number of seconds > 0", timeout)
+        raise _bad(
+            "summarizer_timeout",
+            f"a number of seconds > 0 and at most {MAX_TIMEOUT_SECONDS:g}",
+            timeout,
+        )
 
     retries = config.get("summarizer_retries", 2)
     if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= 10:

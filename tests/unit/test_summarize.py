@@ -9,20 +9,22 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inspector.core import summarize
+from inspector.core.endpoint import (
+    OpenAICompatibleSummarizer,
+    SummarizerError,
+    render_conversation,
+    system_prompt,
+)
 from inspector.core.model import Message, MessageKind, Part, PartType, Role
 from inspector.core.summarize import (
     SCAN_HEAD_CHARS,
     SCAN_TAIL_CHARS,
     LocalSummarizer,
-    OpenAICompatibleSummarizer,
-    SummarizerError,
     _carried_over,
     _error_lines,
     _last_error_lines,
     _scanned,
-    render_conversation,
     summarizer_from_config,
-    system_prompt,
 )
 from inspector.errors import ConfigError, InspectorError
 
@@ -272,6 +274,14 @@ def test_a_failed_tool_output_without_error_words_still_counts_as_an_error() -> 
     assert section(summary, "Commands") == ["cat /etc/shadow"]
     not_a_shell = [call("read_file", {"command": "not run"}, "c")]
     assert "Commands run:" not in LocalSummarizer().summarize(not_a_shell, 500)
+
+
+def test_tool_arguments_nested_too_deep_to_decode_are_read_as_text() -> None:
+    deep = "[" * 100_000 + '"src/deep.py"' + "]" * 100_000
+    summary = LocalSummarizer().summarize(
+        [text(Role.USER, "Fix the parser"), call("bash", deep)], 300
+    )
+    assert "Fix the parser" in summary
 
 
 def test_dollar_lines_and_earlier_summaries_are_kept() -> None:

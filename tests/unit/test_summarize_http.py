@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
+from inspector.core.endpoint import OpenAICompatibleSummarizer, SummarizerError
 from inspector.core.model import Message, Part, PartType, Role
 from inspector.core.policies.base import ContextItem
 from inspector.core.policies.fifth import POLICY
 from inspector.core.profiles import default_profile
-from inspector.core.summarize import OpenAICompatibleSummarizer, SummarizerError
 
 KEY_VAR = "CTX_INSPECT_TEST_SUMMARIZER_KEY"
 SECRET = "sk-test-Zq8v1Secret"
@@ -244,13 +244,15 @@ def test_timeout(server: Server) -> None:
     assert len(server.requests) == 1
 
 
-def test_timeouts_are_retried(server: Server) -> None:
+def test_the_timeout_is_a_deadline_for_the_whole_call(server: Server) -> None:
+    """A timed-out attempt used the whole deadline: there is no time left for a retry."""
     server.script = [Reply(delay=3.0, body=ok("late").body)]
     sleeps = Sleeps()
     exc = assert_session_untouched(client(server, timeout=FAST, retries=1, sleep=sleeps))
-    assert "after 2 attempts" in one_line(exc)
-    assert len(server.requests) == 2
-    assert sleeps.waits == [0.5]
+    assert exc.title == "Summarizer timed out"
+    assert "attempts" not in one_line(exc)
+    assert len(server.requests) == 1
+    assert sleeps.waits == []
 
 
 def test_500_is_retried_with_a_short_backoff_then_reported(server: Server) -> None:
@@ -291,7 +293,8 @@ def test_a_client_error_is_not_retried_and_the_key_never_leaks(
         (Reply(body=json.dumps({"object": "list", "data": []}).encode()), "has no choices"),
         (Reply(body=json.dumps({"choices": []}).encode()), "has no choices"),
         (ok("", finish_reason="length"), "empty content (finish_reason length)"),
-        (ok(None), "empty content"),
+        (ok(None), "has null as content"),
+        (ok(7), "has a number as content"),
     ],
 )
 def test_malformed_replies(server: Server, reply: Reply, problem: str) -> None:
@@ -302,18 +305,34 @@ def test_malformed_replies(server: Server, reply: Reply, problem: str) -> None:
     assert len(server.requests) == 1  # a malformed reply is not retried
 
 
-def test_connection_refused() -> None:
+def free_port() -> int:
     probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     probe.bind(("127.0.0.1", 0))
-    port = probe.getsockname()[1]
+    port: int = probe.getsockname()[1]
     probe.close()  # nothing listens there now
+    return port
+
+
+def test_connection_refused() -> None:
+    port = free_port()
     sleeps = Sleeps()
     summarizer = OpenAICompatibleSummarizer(
-        f"http://127.0.0.1:{port}/v1", "m", timeout=FAST, retries=1, sleep=sleeps
+        f"http://127.0.0.1:{port}/v1", "m", timeout=2.0, retries=1, sleep=sleeps
     )
     exc = assert_session_untouched(summarizer)
     line = one_line(exc)
     assert exc.title == "Summarizer unreachable"
     assert f"cannot connect to http://127.0.0.1:{port}/v1/chat/completions" in line
-    assert "refused" in line.lower()
+    assert "refused" in line.lower() and "after 2 attempts" in line
     assert sleeps.waits == [0.5]  # one retry
+
+
+def test_no_retry_when_its_wait_would_pass_the_deadline() -> None:
+    sleeps = Sleeps()
+    summarizer = OpenAICompatibleSummarizer(
+        f"http://127.0.0.1:{free_port()}/v1", "m", timeout=FAST, retries=3, sleep=sleeps
+    )
+    line = one_line(assert_session_untouched(summarizer))
+    assert "refused" in line.lower()
+    assert f"no time left for another within the {FAST:g} s timeout" in line
+    assert sleeps.waits == []

@@ -20,6 +20,7 @@ from inspector.core.diff import ActionDiff
 from inspector.core.policies.base import Action, ContextItem, PolicyResult
 from inspector.core.profiles import PROFILE_NAMES, Profile, make_profile
 from inspector.errors import ConfigError, InspectorError
+from inspector.ui import plain
 from inspector.ui.state import SessionState
 
 if TYPE_CHECKING:
@@ -52,12 +53,16 @@ def policy_profile(state: SessionState, name: str) -> Profile:
 
 
 def error_text(error: BaseException | None) -> str:
+    """What went wrong, on one line that is safe to show: it may quote an input or a server
+    (control characters are shown visibly; show it as text, never as markup)."""
     if isinstance(error, InspectorError):
-        return error.one_line()
-    if isinstance(error, OSError) and error.strerror:
+        text = error.one_line()
+    elif isinstance(error, OSError) and error.strerror:
         where = f": {error.filename}" if error.filename else ""
-        return f"{error.strerror}{where}"
-    return repr(error)
+        text = f"{error.strerror}{where}"
+    else:
+        text = repr(error)
+    return plain.one_line(text)
 
 
 class ActionPicker(ModalScreen["Preview | None"]):
@@ -180,7 +185,7 @@ class ActionPicker(ModalScreen["Preview | None"]):
             self.remove_class("busy")
             text = error_text(event.worker.error)
             self.query_one("#picker-error", Static).update(Text(text))
-            self.notify(text, title="cannot compute the preview", severity="error")
+            self.notify(text, title="cannot compute the preview", severity="error", markup=False)
 
 
 def _profile_label(name: str, state: SessionState) -> str:

@@ -166,7 +166,7 @@ class ExplainScreen(SessionScreen):
             self.remove_class("busy")
             text = error_text(event.worker.error)
             self.query_one("#explain-title", Static).update(Text(text))
-            self.notify(text, title="cannot explain", severity="error")
+            self.notify(text, title="cannot explain", severity="error", markup=False)
 
     # -- showing ---------------------------------------------------------------------------
 

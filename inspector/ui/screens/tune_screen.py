@@ -443,7 +443,7 @@ class TuneScreen(SessionScreen):
         if event.worker.group in ("replay", "sweep") and event.state is WorkerState.ERROR:
             self._busy(None)
             text = error_text(event.worker.error)
-            self.notify(text, title=f"{event.worker.group} failed", severity="error")
+            self.notify(text, title=f"{event.worker.group} failed", severity="error", markup=False)
             if event.worker.group == "sweep":
                 self.query_one("#sweep-count", Static).update(Text(text))
 
