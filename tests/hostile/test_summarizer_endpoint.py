@@ -37,6 +37,9 @@ from tests.ui.test_diff_screen import SIZE, loaded, wait_for
 
 DATA = Path(__file__).parents[1] / "data"
 SESSION = DATA / "baseagent" / "typical.log"  # its compaction asks the summarizer
+# a manual compaction needs the messages themselves (a log of figures cannot be simulated)
+CHAT = DATA / "openai_chat" / "typical.json"
+COMPACT_CHAT = ["diff", str(CHAT), "--profile", "baseagent", "--action", "compact"]
 KEY_VAR = "CTX_INSPECT_HOSTILE_SUMMARIZER_KEY"
 SECRET = "sk-hostile-9f8e7d6c5b4aSecret"
 TIMEOUT = 1.0  # seconds: the deadline of one summary in these tests
@@ -502,7 +505,7 @@ def test_diff_compact_reports_each_fault_on_one_line(
     fault: str,
 ) -> None:
     config = config_file(tmp_path, serve(FAULTS[fault]).base_url)
-    run_cli(capsys, "diff", str(SESSION), "--action", "compact", "--config", str(config))
+    run_cli(capsys, *COMPACT_CHAT, "--config", str(config))
 
 
 @pytest.mark.parametrize(
@@ -541,7 +544,7 @@ def test_a_working_endpoint_still_summarizes_through_the_cli(
 ) -> None:
     server = serve(ok(ESCAPES))
     config = config_file(tmp_path, server.base_url)
-    args = ["diff", str(SESSION), "--action", "compact", "--config", str(config), "--json"]
+    args = [*COMPACT_CHAT, "--config", str(config), "--json"]
     assert within_deadline(lambda: main(args)) == 0
     out, err = capsys.readouterr()
     assert "\x1b" not in out and err == ""
@@ -552,11 +555,11 @@ def test_a_working_endpoint_still_summarizes_through_the_cli(
 # -- in the dashboard: the error is shown, as text, and the app goes on -----------------------
 
 
-def dashboard(tmp_path: Path, base_url: str) -> InspectorApp:
+def dashboard(tmp_path: Path, base_url: str, path: Path = SESSION) -> InspectorApp:
     return InspectorApp(
         OpenRequest(
-            paths=(SESSION,),
-            profile_for=lambda spec: build_profile(None, default=spec.default_profile),
+            paths=(path,),
+            profile_for=lambda spec: build_profile("baseagent"),
             config=config_file(tmp_path, base_url),
         )
     )
@@ -574,7 +577,7 @@ REFUSAL = answer(400, json.dumps({"error": {"message": ESCAPES}}).encode())
 async def test_the_compact_action_shows_the_error_as_text(
     serve: Callable[..., FaultServer], tmp_path: Path
 ) -> None:
-    app = dashboard(tmp_path, serve(REFUSAL).base_url)
+    app = dashboard(tmp_path, serve(REFUSAL).base_url, CHAT)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         state = await loaded(pilot)
         await pilot.press("C")
