@@ -10,7 +10,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from inspector.core.model import (
@@ -27,7 +27,7 @@ from inspector.core.model import (
 from inspector.core.profiles import Profile, make_profile
 from inspector.core.session import MAIN_THREAD, Session
 from inspector.core.tokens import ENCODINGS, TokenCounter, encoding_for_model, get_counter
-from inspector.errors import InputError
+from inspector.errors import ConfigError, InputError
 from inspector.formats.base import Parser, read_file
 from inspector.formats.registry import FormatSpec, detect, get_format, looks_binary, read_head
 from inspector.sources.reader import iter_chunks, read_span
@@ -206,9 +206,22 @@ def load_session(
     return LoadedSession(session, path, format_spec, profile, counter, parser, paths=[path])
 
 
+def profile_spec(path: Path, spec: FormatSpec) -> FormatSpec:
+    """``spec`` with the profile the file itself names (an export of ours) as its default
+    profile, so it reopens with the profile it was made with when the user names none."""
+    if spec.recorded_profile is None or not path.is_file():
+        return spec
+    try:
+        name = spec.recorded_profile(read_head(path))
+    except InputError:
+        return spec
+    return spec if name is None else replace(spec, default_profile=name)
+
+
 def calibrate(profile: Profile, session: Session) -> Profile:
     """The profile with the agent's own figures from the input (its window; for a guard, its
-    buffer and output reserve) filling the settings the user did not set."""
+    buffer and output reserve; for an export of ours, the settings it was made with) filling
+    the settings the user did not set."""
     found: dict[str, object] = {}
     window = session.info.get("context_window")
     if isinstance(window, int) and window > 0:
@@ -222,18 +235,32 @@ def calibrate(profile: Profile, session: Session) -> Profile:
                 max_output_tokens=target.max_output_tokens,
             )
             break
+    recorded = session.info.get("settings")
+    if session.info.get("profile") == profile.name and isinstance(recorded, dict):
+        try:  # what the export was made with wins over the source's own figures
+            return _filled(profile, {**found, **recorded})
+        except ConfigError:  # a value the profile refuses (an edited export): not used
+            pass
+    return _filled(profile, found)
+
+
+def _filled(profile: Profile, found: dict[str, object]) -> Profile:
+    """``profile`` with ``found`` for the settings the user did not set."""
     fields = type(profile).model_fields
-    found = {
+    unset = {
         k: v
         for k, v in found.items()
-        if k in fields and k not in profile.model_fields_set and getattr(profile, k) != v
+        if k in fields
+        and k not in ("name", "agent")
+        and k not in profile.model_fields_set
+        and getattr(profile, k) != v
     }
-    if not found:
+    if not unset:
         return profile
     explicit = {
         k: getattr(profile, k) for k in profile.model_fields_set if k not in ("name", "agent")
     }
-    return make_profile(profile.name, {**found, **explicit})
+    return make_profile(profile.name, {**unset, **explicit})
 
 
 def open_inputs(
@@ -276,7 +303,7 @@ def _open_one(
         for file in files:
             out.extend(_open_one(file, profile_for, None, count_exact, tokenize))
         return out
-    profile = profile_for(spec)
+    profile = profile_for(profile_spec(path, spec))
     if spec.snapshot is not None and (spec.parser is None or path.is_dir()):
         return _open_snapshot(path, spec, profile, count_exact, tokenize)
     loaded = load_session(

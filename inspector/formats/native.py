@@ -24,7 +24,16 @@ import orjson
 from pydantic import TypeAdapter, ValidationError
 
 from inspector import __version__
-from inspector.core.model import EVENT_TYPES, Event, Message, MessageAdded, Origin, SourceSpan
+from inspector.core.model import (
+    EVENT_TYPES,
+    Event,
+    Message,
+    MessageAdded,
+    Origin,
+    SessionInfo,
+    SourceSpan,
+)
+from inspector.core.profiles import PROFILE_NAMES
 from inspector.formats.base import LineParser
 from inspector.formats.registry import FormatSpec, Head, register
 
@@ -183,6 +192,7 @@ class NativeParser(LineParser):
     ) -> None:
         if self.header is None:
             self.header = header
+            out.extend(_recorded_info(header, span))
         version = header.get("version")
         if isinstance(version, bool) or not isinstance(version, int) or version < 1:
             out.append(self.issue(span, f"header has no valid version ({version!r})", line))
@@ -311,6 +321,38 @@ def sniff(head: Head) -> float:
     return 0.0
 
 
+def recorded_profile(head: Head) -> str | None:
+    """The profile an export of ours names in its header (None for any other file)."""
+    first = head.data.split(b"\n", 1)[0]
+    if first.startswith(_BOM):
+        first = first[3:]
+    try:
+        header = orjson.loads(first)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(header, dict) or header.get("format") != FORMAT_TAG:
+        return None
+    name = header.get("profile")
+    return name if isinstance(name, str) and name in PROFILE_NAMES else None
+
+
+def _recorded_info(header: dict[str, Any], span: SourceSpan) -> list[Event]:
+    """The profile and settings an export was made with, as the session's facts (the loader
+    uses them for the settings the user does not set)."""
+    name = header.get("profile")
+    settings = header.get("settings")
+    if not isinstance(name, str) or not isinstance(settings, dict):
+        return []
+    window = settings.get("context_window")
+    return [
+        SessionInfo(
+            context_window=window if isinstance(window, int) and window > 0 else None,
+            extra={"profile": name, "settings": settings},
+            span=span,
+        )
+    ]
+
+
 SPEC = register(
     FormatSpec(
         name="native",
@@ -319,5 +361,6 @@ SPEC = register(
         parser=NativeParser,
         sniff=sniff,
         default_profile="generic",
+        recorded_profile=recorded_profile,
     )
 )

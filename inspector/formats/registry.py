@@ -82,6 +82,8 @@ class FormatSpec:
     expand: Callable[[Path], list[Path]] | None = None
     folder: bool = False  # accepts a folder path (snapshot or expand)
     module: str = ""  # the registering module (filled in by ``register``)
+    # the profile the file itself names (an export of ours), used when the user names none
+    recorded_profile: Callable[[Head], str | None] | None = None
 
     def make_parser(self, source: int = 0, path: str = "") -> Parser:
         """A stream parser for this format (only for formats that have one)."""

@@ -128,6 +128,7 @@ class InspectorApp(App[None]):
             collector_paused,
             counter_for,
             new_session,
+            profile_spec,
             resolve_format,
             split_threads,
         )
@@ -136,7 +137,7 @@ class InspectorApp(App[None]):
         spec = resolve_format(path, self.request.format_name)
         if spec.parser is None or path.is_dir():
             return False
-        profile = self.request.profile_for(spec)
+        profile = self.request.profile_for(profile_spec(path, spec))
         counter = counter_for(profile)
         parser = spec.make_parser(0, str(path))
 
@@ -202,11 +203,11 @@ class InspectorApp(App[None]):
         from contextlib import aclosing
 
         from inspector.live import follow_session
-        from inspector.loader import LoadedSession, calibrate, counter_for
+        from inspector.loader import LoadedSession, calibrate, counter_for, profile_spec
 
         path = self.request.paths[0]
         spec = await asyncio.to_thread(_format_of, path, self.request.format_name)
-        profile = self.request.profile_for(spec)
+        profile = self.request.profile_for(await asyncio.to_thread(profile_spec, path, spec))
         counter = counter_for(profile)
         state: SessionState | None = None
         async with aclosing(follow_session(path, spec, profile, counter=counter)) as updates:

@@ -373,7 +373,11 @@ class SessionState:
         """Write the session shown (a what-if branch included) in the native format."""
         from inspector.formats.native import export_events
 
-        header = {"source": str(self.loaded.path), "profile": self.profile.name}
+        profile = self.profile
+        settings = profile.model_dump(mode="json", exclude_defaults=True, exclude={"name", "agent"})
+        settings["context_window"] = profile.context_window
+        # the profile and settings it was made with: the file reopens with them
+        header = {"source": str(self.loaded.path), "profile": profile.name, "settings": settings}
         if self.what_if:
             header["what_if"] = self.what_if
         return export_events(path, self.session.events(), header_extra=header)

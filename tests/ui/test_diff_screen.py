@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Select, Static
 
 from inspector.config import build_profile
 from inspector.core.policies.base import ItemStatus
+from inspector.core.profiles import make_profile
 from inspector.loader import open_inputs
 from inspector.ui.app import InspectorApp, OpenRequest
 from inspector.ui.screens.action_picker import ActionPicker
@@ -213,6 +215,45 @@ async def test_export_writes_a_readable_native_file(tmp_path: Path) -> None:
         assert reread.format.name == "native"
         assert reread.session.message_count == state.session.message_count
         assert any("exported" in (n.title or "") for n in app._notifications)
+
+
+async def test_an_exported_what_if_reopens_with_its_profile_and_window(tmp_path: Path) -> None:
+    path = make_chat(tmp_path / "chat.jsonl")
+    out = tmp_path / "branch.jsonl"
+    app = InspectorApp(
+        OpenRequest(
+            paths=(path,),
+            profile_for=lambda spec: build_profile(
+                "baseagent", sets=["context_window=150000", "compact_ratio=0.7"]
+            ),
+        )
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        state = await loaded(pilot)
+        await preview(pilot, "C")
+        await pilot.press("a")
+        await wait_for(pilot, lambda: not isinstance(app.screen, DiffScreen))
+        state.export(out)
+
+    def reopen(name: str | None = None, sets: tuple[str, ...] = ()) -> Any:
+        [again] = open_inputs(
+            [out],
+            lambda spec: build_profile(name, sets=sets, default=spec.default_profile),
+            count_exact=False,
+        )
+        return again.profile
+
+    profile = reopen()
+    assert (profile.name, profile.context_window) == ("baseagent", 150_000)
+    assert profile.compact_ratio == 0.7
+    # what the user says wins: another window, or another profile (which keeps the export's
+    # window, the model's, but none of the other profile's settings)
+    assert reopen(sets=("context_window=99000",)).context_window == 99_000
+    other = reopen("generic")
+    assert other.name == "generic" and other.context_window == 150_000
+    assert (
+        other.settings()["compact_ratio"] == make_profile("generic", {}).settings()["compact_ratio"]
+    )
 
 
 async def test_export_refuses_the_input_file(tmp_path: Path) -> None:
