@@ -25,7 +25,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from inspector.core.policies.base import Summarizer
-from inspector.core.profiles import Profile, check_keys, make_profile, profile_class
+from inspector.core.profiles import (
+    Profile,
+    check_keys,
+    make_profile,
+    profile_class,
+    setting_name,
+)
 from inspector.core.summarize import summarizer_from_config
 from inspector.errors import ConfigError
 
@@ -55,7 +61,7 @@ def _split_sets(items: Sequence[str]) -> list[tuple[str, str, object]]:
 
 def _text_setting(cls: type[Profile], key: str) -> bool:
     """Whether ``key`` takes a string (so ``--set version=2.1`` means the text "2.1")."""
-    field = cls.model_fields.get(key)
+    field = cls.model_fields.get(cls.setting_aliases.get(key, key))
     if field is None:
         return False
     annotation = field.annotation
@@ -144,6 +150,7 @@ def build_profile(
     def apply(layer: Mapping[str, object], where: str) -> None:
         check_keys(chosen, list(layer), where)
         for key, value in layer.items():
+            key = setting_name(chosen, key)  # one entry per field, whichever name was used
             overrides[key] = value
             origins[key] = where
 

@@ -168,16 +168,24 @@ class RequestSent(_Event):
     request_id: str | None = None
     thread: str = "main"
     final_turn: bool = False
+    # the agent's own summarisation call: the compaction that answers it belongs to its step
+    compaction: bool = False
 
 
 class UsageReported(_Event):
-    """The provider's usage for the latest request."""
+    """The provider's usage for the latest request.
+
+    ``context_tokens``: the agent's own figure for its context once this request was answered,
+    when the agent defines one from the usage (Codex: ``last_token_usage.total_tokens``); the
+    step shows it instead of the prompt size, labelled ``context_label``."""
 
     type: Literal["usage"] = "usage"
     usage: Usage
     model: str | None = None
     request_id: str | None = None
     thread: str = "main"
+    context_tokens: int | None = None
+    context_label: str = ""
 
 
 class RequestRejected(_Event):
@@ -275,6 +283,9 @@ class Compacted(_Event):
     failed: bool = False
     error: str | None = None
     thread: str = "main"
+    # the messages the compaction put in the context (its summary, context it re-injected),
+    # when the reader knows them: they arrive as later MessageAdded events
+    added_ids: tuple[str, ...] = ()
 
 
 class ContextReset(_Event):

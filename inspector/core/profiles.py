@@ -59,6 +59,12 @@ class Profile(BaseModel):
     warning_ratio: Ratio = 0.8  # warning zone from warning_ratio × threshold (see warning_field)
 
     threshold_strict: ClassVar[bool] = False  # True: acts when tokens > threshold; else >=
+    # Other names a setting is known by (the agent's own configuration names): alias -> field.
+    setting_aliases: ClassVar[Mapping[str, str]] = types.MappingProxyType({})
+    # The figure the agent compares with its limit before a request, as replay rebuilds it:
+    # "request" = the request's own reported size (the prompt it is about to send); "anchor" =
+    # the latest figure reported before it plus the agent's estimate of what came since.
+    replay_basis: ClassVar[str] = "request"
     warning_field: ClassVar[str] = "warning_ratio"  # the setting that places the warning level
     _zone_bounds: tuple[bool, int, bool, int] | None = PrivateAttr(default=None)
 
@@ -653,31 +659,70 @@ class ClaudeCodeProfile(Profile):
 
 
 # ------------------------------------------------------------------------------------------
-# OpenAI Codex CLI (transcripts.md 2.3)
+# OpenAI Codex CLI (transcripts.md 2.3; the 0.169 rules from codex-rs)
 
 
 class CodexProfile(Profile):
+    """Codex's settings under the names of its own ``config.toml`` (``model_context_window``,
+    ``model_auto_compact_token_limit``); ``auto_compact_token_limit`` is still accepted."""
+
     name: str = "codex"
     agent: Literal["codex"] = "codex"
-    description: str = "OpenAI Codex CLI: 258,400 effective window, '% context left' from 12k"
-    context_window: Tokens = 258_400  # model_context_window: already 95% of 272,000
-    estimator: str = "exact"
+    description: str = (
+        "OpenAI Codex CLI: 258,400 effective window, auto-compaction at 90% of 272,000"
+    )
+    context_window: Tokens = 258_400  # what token_count reports: 95% of 272,000
+    estimator: str = "codex"
     encoding: str | None = "o200k_base"
     effective_window_percent: Annotated[int, Field(gt=0, le=100)] = 95
     baseline_tokens: Tokens = 12_000  # BASELINE_TOKENS of the "% left" figure
-    auto_compact_token_limit: Tokens | None = None  # None = 90% of the nominal window
+    # config.toml's model_context_window (the model's whole window); None = from context_window
+    model_context_window: Tokens | None = None
+    # config.toml's model_auto_compact_token_limit; None (or 0) = 90% of the model's window
+    model_auto_compact_token_limit: int | None = None
+
+    setting_aliases: ClassVar[Mapping[str, str]] = types.MappingProxyType(
+        {"auto_compact_token_limit": "model_auto_compact_token_limit"}
+    )
+    replay_basis: ClassVar[str] = "anchor"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _window_from_config(cls, data: Any) -> Any:
+        """``model_context_window`` is the configured window; Codex reports and uses
+        ``effective_window_percent`` of it (``context_window``)."""
+        if not isinstance(data, dict) or data.get("model_context_window") is None:
+            return data
+        configured = data["model_context_window"]
+        percent = data.get("effective_window_percent", 95)
+        if type(configured) is not int or type(percent) is not int:
+            return data  # the field validators say what is wrong
+        effective = configured * percent // 100
+        window = data.get("context_window")
+        if window is not None and window != effective:
+            raise ValueError(
+                f"context_window {window} is not {percent}% of model_context_window "
+                f"{configured} ({effective}); set one of them"
+            )
+        return {**data, "context_window": effective}
 
     def nominal_window(self) -> int:
-        """The model's advertised window, before effective_window_percent."""
+        """The model's whole window, before effective_window_percent."""
+        if self.model_context_window is not None:
+            return self.model_context_window
         return self.context_window * 100 // self.effective_window_percent
 
     def limit_parts(self) -> LimitParts:
         return LimitParts(window=self.context_window, buffer=0, max_output=0)
 
     def threshold(self) -> int:
-        if self.auto_compact_token_limit is not None:
-            return self.auto_compact_token_limit
-        return self.nominal_window() * 9 // 10  # default_auto_compact_limit (approximate)
+        """``model_auto_compact_token_limit``, never above 90% of the model's window (a limit
+        of 0 or less counts as unset), as Codex's ``auto_compact_token_limit()``."""
+        default = self.nominal_window() * 9 // 10
+        limit = self.model_auto_compact_token_limit
+        if limit is None or limit <= 0:
+            return default
+        return min(limit, default)
 
     def percent_left(self, tokens: int) -> float:
         """Codex's "% context left" (unrounded; the TUI rounds it to an integer)."""
@@ -779,18 +824,24 @@ def default_profile(name: str) -> Profile:
     return profile_class(name).model_validate({})
 
 
+def setting_name(name: str, key: str) -> str:
+    """The profile's field for ``key``: ``key`` itself, or the field it is another name of."""
+    return profile_class(name).setting_aliases.get(key, key)
+
+
 def check_keys(name: str, keys: list[str], where: str = "") -> None:
     """Raise ConfigError for a key the profile does not have (``where`` says where it was)."""
     cls = profile_class(name)
     source = f" ({where})" if where else ""
     for key in keys:
+        key = cls.setting_aliases.get(key, key)
         if key == "agent":
             raise ConfigError(
                 "Invalid profile setting",
                 f"'agent'{source} cannot be set; choose the profile instead",
             )
         if key not in cls.model_fields:
-            fields = [f for f in cls.model_fields if f != "agent"]
+            fields = [f for f in cls.model_fields if f != "agent"] + list(cls.setting_aliases)
             raise ConfigError(
                 "Invalid profile setting",
                 f"{name} has no setting {key!r}{source}{_suggest(key, fields)}",
@@ -814,6 +865,10 @@ def make_profile(
     origins = origins or {}
     for key in overrides:
         check_keys(name, [key], origins.get(key, ""))
+    aliases = cls.setting_aliases
+    if any(key in aliases for key in overrides):  # the agent's own names for our fields
+        overrides = {aliases.get(k, k): v for k, v in overrides.items()}
+        origins = {aliases.get(k, k): v for k, v in origins.items()}
     data: dict[str, object] = {}
     for key, value in overrides.items():
         if isinstance(value, list) and get_origin(cls.model_fields[key].annotation) is tuple:

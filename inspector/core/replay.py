@@ -87,7 +87,9 @@ class ReplayStep:
     tokens: int  # the replayed context at the request, in the figure the agent measures
     estimated: int  # the agent's own estimate of the replayed messages
     exact: int | None  # exact count of the replayed messages, when known
-    recorded: int  # the recorded figure at this request
+    recorded: int  # the recorded figure at this request (on an "anchor" basis: the recording's
+    # figure as the agent measured it before the request, its own estimate of what came since
+    # the latest report added)
     origin: Origin  # where the recorded figure came from
     zone: Zone
     messages: int
@@ -199,11 +201,24 @@ class _Context:
         tail = [i for i in self.items[cut:] if keep_system and i.message.role is Role.SYSTEM]
         self.replace([*self.items[:cut], *tail])
 
+    def keep_only(self, retained: Sequence[str], keep_system: bool) -> None:
+        """What a recorded compaction left of the context: the items it retained (and system
+        messages when it keeps them)."""
+        kept = set(retained)
+        self.replace(
+            [
+                i
+                for i in self.items
+                if i.id in kept or (keep_system and i.message.role is Role.SYSTEM)
+            ]
+        )
+
     @contextmanager
     def with_overhead(self, overhead: int, has_messages: bool) -> Iterator[ContextList]:
         """The context with the overhead item first, as its head (when there is one), for one
-        request (a ``replace`` meanwhile leaves the new context without it)."""
-        if overhead <= 0:
+        request (a ``replace`` meanwhile leaves the new context without it). The overhead can
+        be negative: an agent's estimate of its messages above the figure reported for them."""
+        if overhead == 0:
             yield self.items
             return
         items = self.items
@@ -298,12 +313,19 @@ def _replay(
     skip_summary = False
     dropped_sizes: dict[str, int] = {}
     pending: list[Decision] = []  # decisions taken in the build-up of the next request
+    adopt_recorded = False  # the replay compacts where the recording did: take its result
+    skip_ids: set[str] = set()  # what a recorded compaction the replay did not make put in
 
     for raw in _acted_on(session):
         if isinstance(raw, MessageRow):
             rec = raw
             if not rec.sent_in_main:
                 continue
+            if skip_ids:
+                message = session.body(rec.position)
+                if message.id in skip_ids:
+                    skip_ids.discard(message.id)
+                    continue  # put in by a recorded compaction the replay did not make
             if skip_summary and rec.kind is MessageKind.SUMMARY:
                 skip_summary = False
                 continue  # the recording's own compaction summary: the replay writes its own
@@ -346,7 +368,7 @@ def _replay(
             if has_messages:
                 # the replayed messages, plus what the recording's figure holds beyond its own
                 # messages (system prompt, tool schemas) when that figure was reported
-                overhead = _unshown(state)
+                overhead = _unshown(state, profile.replay_basis)
                 pre = context.total + overhead
             else:
                 pre = max(0, recorded_tokens + offset + recorded_reduction)
@@ -359,6 +381,13 @@ def _replay(
                 replayed_persistent = 0
                 step_decisions: list[Decision] = list(pending)
                 pending.clear()
+                if event.compaction and has_messages:
+                    # the agent's own summarisation call: the recorded compaction answers it
+                    adopted = _answer_to_compaction_call(step, recorded_here, fired)
+                    if adopted is not None:
+                        step_decisions.append(adopted)
+                        fired = [r for r in fired if _KIND_OF_ACTION.get(r.action) != "compaction"]
+                    adopt_recorded = adopted is not None
                 adopt = (
                     not has_messages
                     and any(d.kind in _REDUCING for d in recorded_here)
@@ -414,7 +443,11 @@ def _replay(
                     tokens=tokens,
                     estimated=context.total,
                     exact=context.exact(),
-                    recorded=recorded_tokens,
+                    recorded=(
+                        state.estimated + overhead
+                        if state is not None and has_messages and profile.replay_basis == "anchor"
+                        else recorded_tokens
+                    ),
                     origin=state.origin if state is not None else Origin.ESTIMATED,
                     zone=profile.zone(pre),
                     messages=len(context.items),
@@ -426,7 +459,15 @@ def _replay(
             )
         elif isinstance(event, Compacted):
             if event.thread == MAIN_THREAD and not event.failed:
-                skip_summary = True
+                if adopt_recorded:
+                    # the replay compacts here too: what the agent did is known, so it is taken
+                    # (what it kept, and what it put in after)
+                    context.keep_only(event.retained_ids, event.keep_system)
+                elif event.added_ids:
+                    skip_ids.update(event.added_ids)
+                else:
+                    skip_summary = True
+            adopt_recorded = False
         elif isinstance(event, ContextReset):
             if event.thread == MAIN_THREAD:
                 context.reset_after(event.keep_through, event.keep_system)
@@ -472,9 +513,16 @@ def _acted_on(session: Session) -> Iterator[MessageRow | Event]:
         upcoming = next(events, None)
 
 
-def _unshown(state: StepState | None) -> int:
-    """What a reported figure holds beyond the agent's estimate of the recorded messages."""
-    if state is None or state.reported is None:
+def _unshown(state: StepState | None, basis: str = "request") -> int:
+    """What a reported figure holds beyond the agent's estimate of the recorded messages: the
+    request's own figure (``basis`` "request"), or the latest figure reported before the
+    request, as of when it was reported (``basis`` "anchor": the agent's estimate of what came
+    since is then the replayed messages'; the difference may be negative)."""
+    if state is None:
+        return 0
+    if basis == "anchor":
+        return 0 if state.anchor is None else state.anchor - state.anchor_estimated
+    if state.reported is None:
         return 0
     return max(0, state.reported - state.estimated)
 
@@ -501,9 +549,27 @@ def overhead_item(overhead: int, has_messages: bool) -> ContextItem:
 
 def with_overhead(items: list[ContextItem], overhead: int, has_messages: bool) -> list[ContextItem]:
     """A copy of ``items`` with the overhead item first (when there is one)."""
-    if overhead <= 0:
+    if overhead == 0:
         return list(items)
     return [overhead_item(overhead, has_messages), *items]
+
+
+def _answer_to_compaction_call(
+    step: int, recorded_here: list[Decision], fired: list[PolicyResult]
+) -> Decision | None:
+    """At the agent's own summarisation call, the recorded compaction that answers it, as the
+    replay's decision: always when the user asked for it (``/compact``: the user's decision,
+    made again whatever the settings), else when the replayed policy compacts here too. Its
+    figures are the recorded ones: the recording shows what compacting did."""
+    recorded = next((d for d in recorded_here if d.kind == "compaction"), None)
+    if recorded is None:
+        return None
+    by_user = recorded.detail == "manual"
+    if not by_user and not any(_KIND_OF_ACTION.get(r.action) == "compaction" for r in fired):
+        return None
+    return Decision(
+        step, "compaction", recorded.tokens_before, recorded.tokens_after, recorded.detail
+    )
 
 
 def _admitted_item(result: PolicyResult, original: ContextItem) -> ContextItem:

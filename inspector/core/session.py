@@ -507,6 +507,7 @@ class _Running:
     anchor_step: int = 0
     anchor_estimated: int = 0
     anchor_exact: int | None = None
+    compaction_request: bool = False  # the latest request was the agent's summarisation call
 
 
 class StringColumn(Sequence[str]):
@@ -1153,6 +1154,7 @@ class Session:
         if isinstance(event, RequestSent):
             if event.thread == MAIN_THREAD:
                 self._close_step(index)
+                run.compaction_request = event.compaction
         elif isinstance(event, UsageReported):
             if event.thread == MAIN_THREAD and self.steps:
                 # usage answers the latest request: it belongs to that request's step
@@ -1160,6 +1162,19 @@ class Session:
                 last = len(steps) - 1
                 row = self._store.usage_row(-1 - self._events[index])
                 prompt = event.usage.prompt_tokens
+                context = event.context_tokens
+                if context is not None:
+                    # the agent's own figure for its context once the request was answered:
+                    # it covers what the build-up holds so far (the answer among it)
+                    steps.set_usage(last, row, event.usage, context, event.context_label or "usage")
+                    self._answer_belongs_to_request(index)
+                    self._set_anchor(
+                        context,
+                        last + 1,
+                        run.estimated,
+                        run.exact if run.exact_unknown == 0 and run.live else None,
+                    )
+                    return
                 steps.set_usage(last, row, event.usage, prompt, "usage")
                 self._answer_belongs_to_request(index)
                 if prompt > 0:
@@ -1185,6 +1200,26 @@ class Session:
             if not (run.final_turn and run.guard is not None):
                 run.guard = event
         elif isinstance(event, Compacted):
+            if (
+                event.thread == MAIN_THREAD
+                and run.compaction_request
+                and self.steps
+                and self._open.first_event == index
+            ):
+                # the answer to the agent's summarisation call: it belongs to the call's step
+                # (whose figure is the context that was summarised); what it left is the next
+                self._answer_belongs_to_request(index)
+                last = len(self.steps) - 1
+                self.steps.compactions[last] += 1
+                if event.tokens_before is not None:
+                    peak = self.steps.peak_reported[last]
+                    if peak == _NONE or event.tokens_before > peak:
+                        self.steps.peak_reported[last] = _int64(event.tokens_before)
+                if not event.failed:
+                    self._compact(event)
+                    if event.tokens_after is not None:
+                        self._measure(event.tokens_after, "compaction")
+                return
             if event.thread == MAIN_THREAD and not event.failed:
                 self._compact(event)
             if event.tokens_before is not None:

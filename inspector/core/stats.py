@@ -46,6 +46,7 @@ def summarize(session: Session, profile: Profile, facts: RunFacts) -> dict[str, 
         "profile": profile.name,
         "tokenizer": facts.tokenizer,
         "context_window": window,
+        "context_window_source": _window_source(session, profile, window),
         "threshold_tokens": profile.threshold(),
         "effective_limit": profile.limit_parts().effective,
         "model": session.info.get("model"),
@@ -79,13 +80,24 @@ def _window(session: Session, profile: Profile) -> int:
     return profile.context_window
 
 
+def _window_source(session: Session, profile: Profile, window: int) -> str:
+    """Where the window shown comes from: the file (the reader says which record), else the
+    profile (its default or a setting)."""
+    if session.info.get("context_window") == window:
+        source = session.info.get("context_window_source")
+        return source if isinstance(source, str) and source else "reported in the file"
+    return f"profile {profile.name}"
+
+
 def _peak(steps: list[StepState]) -> tuple[int | None, int, str]:
     """The largest context. A live end whose figure is anchored (the last reported figure plus
     an estimate of what came after) is what the next request would be, never a size that was
-    sent or reported: it does not count when the session has figures of its own."""
+    sent or reported: it does not count when the session has figures of its own. Nor does the
+    anchored figure of a request the provider refused (nothing reported its size)."""
     best: StepState | None = None
     for state in steps:
-        unsent = state.request_event is None and state.peak_reported is None
+        # a refused request reported nothing: its anchored figure is no size that was sent
+        unsent = (state.request_event is None or state.rejected) and state.peak_reported is None
         if unsent and state.origin is Origin.ANCHORED:
             continue
         if best is None or state.peak > best.peak:
@@ -344,7 +356,7 @@ def summarize_replay(session: Session, result: ReplayResult, facts: RunFacts) ->
         "compactions": [
             {
                 "step": d.step,
-                "trigger": "replay",
+                "trigger": "manual" if d.detail == "manual" else "replay",
                 "before_tokens": d.tokens_before,
                 "after_tokens": d.tokens_after,
             }

@@ -53,6 +53,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -67,6 +68,7 @@ from inspector.core.model import (
     MessageKind,
     Part,
     PartType,
+    RequestRejected,
     RequestSent,
     Role,
     SessionInfo,
@@ -125,8 +127,41 @@ COMPACTION_MARKERS = frozenset({"context_compacted"})
 INJECTED = re.compile(r"\s*(<[A-Za-z_][\w -]*>|# AGENTS\.md instructions)")
 SUMMARY_KIND = "compaction.summary"
 TURN_END = frozenset({"task_complete", "turn_complete", "turn_aborted"})
+CONTEXT_LABEL = "codex: last_token_usage.total_tokens"
+ESTIMATE_LABEL = "codex: its estimate of the context"
+WINDOW_SOURCE = (
+    "Codex's token_count (model_context_window: effective_window_percent of the model's window)"
+)
+CONTEXT_EXCEEDED = "context_window_exceeded"
+# Records written while a compaction is under way (its request, usage, result, the context it
+# rebuilt): held until the compaction is complete, then given in order (see _HeldCompaction).
+HELD_RECORDS = frozenset({"token_usage_record", "compacted", "world_state", "turn_context"})
+HELD_EVENTS = frozenset(
+    {"token_count", "thread_settings_applied", "context_compacted", "warning", "background_event"}
+)
 SESSION_META_HEAD = re.compile(r'"type"\s*:\s*"session_meta"')
 PAYLOAD_HEAD = re.compile(r'"payload"\s*:\s*\{')
+
+
+@dataclass
+class _HeldCompaction:
+    """A compaction under way: Codex's summarisation request (its output is marked
+    ``compaction_output``), its usage, the ``compacted`` record and the estimate that follows.
+    Given as: the request, the ``Compacted`` (so it answers the request: same step), the
+    messages it put in the context, then the held records in their order."""
+
+    trigger: str
+    model: str | None
+    span: SourceSpan
+    timestamp: str | None
+    events: list[Event] = field(default_factory=list)  # held, in order
+    usage: dict[str, Any] | None = None
+    usage_span: SourceSpan | None = None
+    response_id: str | None = None
+    replacement: list[MessageAdded] = field(default_factory=list)
+    compacted: tuple[SourceSpan, str | None] | None = None
+    after: tuple[int, SourceSpan, str | None] | None = None
+    error: str | None = None
 
 
 class CodexParser(LineParser):
@@ -148,6 +183,9 @@ class CodexParser(LineParser):
         self._turn_input = False
         self._turn_attributed = False
         self._compaction_open: str | None = None  # "line" / "marker" since the last request
+        self._held: _HeldCompaction | None = None
+        self._reported_usage: Any = None  # a usage record already given as UsageReported
+        self._turn_rejected = False  # a context-window refusal was given for this turn
         self._instructions: tuple[str, str] | None = None  # (message id, text)
         # Shared with the fresh parsers of messages_at so re-reads give the same ids and names.
         self._tool_names: dict[str, str] = {}
@@ -169,6 +207,26 @@ class CodexParser(LineParser):
         kind = obj.get("type")
         payload = obj.get("payload")
         ts = as_str(obj.get("timestamp"))
+        if self._held is not None:
+            if self._holds(kind, payload, obj):
+                self._dispatch(kind, payload, obj, line, span, ts, self._held.events)
+                if self._held is not None and self._held.after is not None:
+                    out.extend(self._flush_compaction())
+                return out
+            out.extend(self._flush_compaction())
+        self._dispatch(kind, payload, obj, line, span, ts, out)
+        return out
+
+    def _dispatch(
+        self,
+        kind: Any,
+        payload: Any,
+        obj: dict[str, Any],
+        line: bytes,
+        span: SourceSpan,
+        ts: str | None,
+        out: list[Event],
+    ) -> None:
         if isinstance(kind, str) and "payload" in obj:
             if not isinstance(payload, dict):
                 out.append(self.issue(span, f"{kind} payload is {type_name(payload)}", line))
@@ -183,11 +241,11 @@ class CodexParser(LineParser):
             elif kind == "compacted":
                 self._compacted(payload, span, ts, out)
             elif kind == "token_usage_record":
-                self._usage_record(payload)
+                self._usage_record(payload, span, ts, out)
                 out.append(LogLine(text=kind, tag=kind, timestamp=ts, span=span))
             else:
                 out.append(LogLine(text=kind, tag=kind, timestamp=ts, span=span))
-            return out
+            return
         # The legacy layout: a bare header, bare response items and state records.
         record_type = obj.get("record_type")
         if isinstance(record_type, str):
@@ -199,7 +257,9 @@ class CodexParser(LineParser):
         else:
             keys = ", ".join(list(obj)[:6]) or "none"
             out.append(self.issue(span, f"not a rollout record (keys: {keys})", line))
-        return out
+
+    def end_of_input(self) -> list[Event]:
+        return self._flush_compaction() if self._held is not None else []
 
     def messages_at(self, data: bytes, span: SourceSpan) -> list[Message]:
         """Re-read one line with the ids and tool names the first read gave its messages."""
@@ -288,11 +348,29 @@ class CodexParser(LineParser):
         else:
             out.append(LogLine(text="turn_context", tag="turn_context", timestamp=ts, span=span))
 
-    def _usage_record(self, p: dict[str, Any]) -> None:
+    def _usage_record(
+        self, p: dict[str, Any], span: SourceSpan, ts: str | None, out: list[Event]
+    ) -> None:
+        """0.169 writes the usage of each response right after its output, before the tool
+        outputs: given here, so Codex's figure covers exactly the response (what comes after
+        it is what Codex adds its estimate of). The token_count that repeats it is a log line."""
         self._in_response = False
         response_id = as_str(p.get("response_id"))
+        usage = p.get("usage")
+        held = self._held
+        if held is not None:
+            if held.usage is None and isinstance(usage, dict):
+                held.usage, held.usage_span, held.response_id = usage, span, response_id
+            return
         if response_id:
-            self._record_response = (response_id, p.get("usage"))
+            self._record_response = (response_id, usage)
+        if not isinstance(usage, dict) or not (
+            as_int(usage.get("input_tokens")) or as_int(usage.get("output_tokens"))
+        ):
+            return
+        self._record_response = None
+        self._reported_usage = usage
+        self._give_usage(usage, response_id, span, ts, out)
 
     def _event_msg(
         self, p: dict[str, Any], span: SourceSpan, ts: str | None, out: list[Event]
@@ -302,10 +380,13 @@ class CodexParser(LineParser):
         if kind == "token_count":
             self._token_count(p, span, ts, out)
             return
+        if kind in TURN_END or kind == "error":
+            self._refused(p, span, ts, out)
         if kind == "task_started":
             self._in_response = False
             self._turn_requests = 0
             self._turn_input = False
+            self._turn_rejected = False
             attribution = p.get("turn_attribution")
             self._turn_attributed = isinstance(attribution, dict) and bool(
                 attribution.get("turn_trigger")
@@ -326,7 +407,7 @@ class CodexParser(LineParser):
             and isinstance(item, dict)
             and item.get("type") == "ContextCompaction"
         )
-        if marker and self._compaction_open is None:
+        if marker and self._compaction_open is None and self._held is None:
             out.append(self._compaction(span, ts))
             self._compaction_open = "marker"
             return
@@ -347,12 +428,42 @@ class CodexParser(LineParser):
             text = f"item_completed {item['type']}"
         out.append(LogLine(text=text, tag=tag, level=level, timestamp=ts, span=span))
 
+    def _refused(
+        self, p: dict[str, Any], span: SourceSpan, ts: str | None, out: list[Event]
+    ) -> None:
+        """A turn that ended because the model's context window was exceeded: the provider
+        refused the request Codex had just sent (0.169 does not compact on this error; the
+        turn ends with ``task_complete.error``, older builds write an ``error`` event)."""
+        error = p.get("error") if isinstance(p.get("error"), dict) else p
+        if self._turn_rejected or not _context_exceeded(error.get("codex_error_info")):
+            return
+        self._turn_rejected = True
+        message = error.get("message")
+        self._request(ts, span, out, counted=True)
+        self._in_response = False
+        out.append(
+            RequestRejected(
+                reason=message if isinstance(message, str) else "",
+                code=CONTEXT_EXCEEDED,
+                model=self._model,
+                timestamp=ts,
+                span=span,
+            )
+        )
+
     def _note_window(self, value: Any, span: SourceSpan, ts: str | None, out: list[Event]) -> bool:
         window = as_int(value)
         if window <= 0 or window == self._window:
             return False
         self._window = window
-        out.append(SessionInfo(context_window=window, timestamp=ts, span=span))
+        out.append(
+            SessionInfo(
+                context_window=window,
+                extra={"context_window_source": WINDOW_SOURCE},
+                timestamp=ts,
+                span=span,
+            )
+        )
         return True
 
     def _token_count(
@@ -380,48 +491,91 @@ class CodexParser(LineParser):
                 out.append(LogLine(text=text, tag="token_count", timestamp=ts, span=span))
             return
         self._last_totals = totals
-        self._in_response = False
         prompt = as_int(last.get("input_tokens"))
         output = as_int(last.get("output_tokens"))
         total = as_int(last.get("total_tokens"))
-        if prompt == 0 and output == 0 and total > 0:
-            label = "codex estimate after compaction" if self._compaction_open else "codex estimate"
-            out.append(
-                ContextMeasured(
-                    tokens=total, limit=self._window, label=label, timestamp=ts, span=span
+        held = self._held
+        if prompt == 0 and output == 0:
+            if _filled(info):
+                # after a context-window error Codex marks its window full: the figures are
+                # its bookkeeping, not a size of the context
+                text = "token_count (context marked full after a context-window error)"
+                out.append(LogLine(text=text, tag="token_count", timestamp=ts, span=span))
+            elif total <= 0:
+                out.append(LogLine(text="token_count (empty)", tag="token_count", span=span))
+            elif held is not None:
+                held.after = (total, span, ts)  # Codex's estimate of the compacted context
+                out.append(LogLine(text="token_count", tag="token_count", span=span))
+            else:
+                out.append(
+                    ContextMeasured(
+                        tokens=total,
+                        limit=self._window,
+                        label=ESTIMATE_LABEL,
+                        timestamp=ts,
+                        span=span,
+                    )
                 )
-            )
             return
-        if self._requests == 0 or self._request_has_usage:
-            # A usage whose response the rollout does not show: give it a request of its own.
-            self._request(ts, span, out, counted=True)
+        if held is not None:
+            if held.usage is None:
+                held.usage, held.usage_span = last, span
+            out.append(LogLine(text="token_count", tag="token_count", timestamp=ts, span=span))
+            return
+        if self._reported_usage is not None and self._reported_usage == last:
+            # the usage record of this response already gave it
+            self._reported_usage = None
+            out.append(LogLine(text="token_count", tag="token_count", timestamp=ts, span=span))
+            return
         request_id = None
         if self._record_response is not None and self._record_response[1] == last:
             request_id = self._record_response[0]
         self._record_response = None
-        usage = Usage(
-            input=prompt,
-            cache_read=as_int(last.get("cached_input_tokens")),
-            output=output,
-            reasoning=as_int(last.get("reasoning_output_tokens")),
-            total=total if "total_tokens" in last else None,
-            input_includes_cache=True,
-        )
+        self._give_usage(last, request_id, span, ts, out)
+
+    def _give_usage(
+        self,
+        last: dict[str, Any],
+        request_id: str | None,
+        span: SourceSpan,
+        ts: str | None,
+        out: list[Event],
+    ) -> None:
+        """One response's usage: its prompt, and Codex's own figure for the context once it was
+        answered (``total_tokens``: the prompt plus what the response added)."""
+        self._in_response = False
+        if self._requests == 0 or self._request_has_usage:
+            # A usage whose response the rollout does not show: give it a request of its own.
+            self._request(ts, span, out, counted=True)
+        usage = _usage(last)
         self._last_prompt = usage.prompt_tokens
         self._request_has_usage = True
+        total = as_int(last.get("total_tokens"))
         out.append(
             UsageReported(
-                usage=usage, model=self._model, request_id=request_id, timestamp=ts, span=span
+                usage=usage,
+                model=self._model,
+                request_id=request_id,
+                context_tokens=total if total > 0 else None,
+                context_label=CONTEXT_LABEL if total > 0 else "",
+                timestamp=ts,
+                span=span,
             )
         )
 
     # -- compaction -----------------------------------------------------------------------
 
-    def _compaction(self, span: SourceSpan, ts: str | None) -> Compacted:
+    def _trigger(self) -> str:
+        """A compaction is the user's ``/compact`` when it is all its task did (no user input,
+        no tool output, no other model request, a task started without ``turn_attribution``);
+        else Codex's own (at its limit, before or during a turn)."""
         manual = self._turn_requests == 0 and not self._turn_input and not self._turn_attributed
+        return "manual" if manual else "auto"
+
+    def _compaction(self, span: SourceSpan, ts: str | None) -> Compacted:
         retained = (self._instructions[0],) if self._instructions else ()
         return Compacted(
-            trigger="manual" if manual else "auto",
+            trigger=self._trigger(),
             tokens_before=self._last_prompt,
             retained_ids=retained,
             keep_system=False,
@@ -429,13 +583,101 @@ class CodexParser(LineParser):
             span=span,
         )
 
+    def _holds(self, kind: Any, payload: Any, obj: dict[str, Any]) -> bool:
+        """Whether a record belongs to the compaction under way."""
+        if not isinstance(payload, dict):
+            return False
+        if kind in HELD_RECORDS:
+            return True
+        if kind == "response_item":
+            meta = obj.get("metadata")
+            return isinstance(meta, dict) and meta.get("compaction_output") is True
+        if kind != "event_msg":
+            return False
+        event = payload.get("type")
+        if event in HELD_EVENTS:
+            return True
+        item = payload.get("item")
+        return event in ("item_started", "item_completed") and (
+            isinstance(item, dict) and item.get("type") == "ContextCompaction"
+        )
+
+    def _flush_compaction(self) -> list[Event]:
+        """The compaction under way, complete (or cut short: then a failed attempt)."""
+        held = self._held
+        if held is None:
+            return []
+        self._held = None
+        self._requests += 1
+        self._request_has_usage = held.usage is not None
+        self._in_response = False
+        request = RequestSent(
+            model=held.model, compaction=True, timestamp=held.timestamp, span=held.span
+        )
+        usage = _usage(held.usage) if held.usage is not None else None
+        retained = (self._instructions[0],) if self._instructions else ()
+        failed = held.compacted is None
+        span, ts = held.compacted if held.compacted is not None else (held.span, held.timestamp)
+        compacted = Compacted(
+            trigger=held.trigger,
+            tokens_before=usage.prompt_tokens if usage is not None else None,
+            tokens_after=None if failed or held.after is None else held.after[0],
+            summary_tokens=usage.output if usage is not None and usage.output else None,
+            retained_ids=retained,
+            keep_system=False,
+            added_ids=tuple(m.message.id for m in held.replacement),
+            failed=failed,
+            error=(held.error or "no compacted record followed the summary") if failed else None,
+            timestamp=ts,
+            span=span,
+        )
+        out: list[Event] = [request, compacted, *held.replacement, *held.events]
+        if usage is not None:
+            self._last_prompt = usage.prompt_tokens
+            out.append(
+                UsageReported(
+                    usage=usage,
+                    model=held.model,
+                    request_id=held.response_id,
+                    timestamp=held.timestamp,
+                    span=held.usage_span,
+                )
+            )
+        if not failed and held.after is not None:
+            tokens, after_span, after_ts = held.after
+            out.append(
+                ContextMeasured(
+                    tokens=tokens,
+                    limit=self._window,
+                    label=f"{ESTIMATE_LABEL} after compaction",
+                    timestamp=after_ts,
+                    span=after_span,
+                )
+            )
+        self._compaction_open = None if failed else "line"
+        return out
+
     def _compacted(
         self, p: dict[str, Any], span: SourceSpan, ts: str | None, out: list[Event]
     ) -> None:
         self._in_response = False
+        held = self._held
+        if held is not None:
+            held.compacted = (span, ts)
+            held.replacement = self._replacement(p, span, ts)
+            out.append(LogLine(text="compacted", tag="compacted", timestamp=ts, span=span))
+            return
         if self._compaction_open != "marker":
             out.append(self._compaction(span, ts))
         self._compaction_open = "line"
+        out.extend(self._replacement(p, span, ts))
+
+    def _replacement(
+        self, p: dict[str, Any], span: SourceSpan, ts: str | None
+    ) -> list[MessageAdded]:
+        """The context a ``compacted`` record rebuilt: its replacement history (the summary
+        among it), else its summary alone."""
+        out: list[MessageAdded] = []
         summary = p.get("message")
         summary_text = summary if isinstance(summary, str) else ""
         history = p.get("replacement_history")
@@ -460,7 +702,7 @@ class CodexParser(LineParser):
                 ):
                     message = message.model_copy(update={"kind": MessageKind.SUMMARY})
                 out.append(MessageAdded(message=message, timestamp=ts, span=span))
-            return
+            return out
         if summary_text:
             msg_id = self._claim_id(None, span.line, 1, "summary")
             message = Message(
@@ -471,6 +713,7 @@ class CodexParser(LineParser):
                 timestamp=ts,
             )
             out.append(MessageAdded(message=message, timestamp=ts, span=span))
+        return out
 
     # -- response items -------------------------------------------------------------------
 
@@ -484,10 +727,19 @@ class CodexParser(LineParser):
     ) -> None:
         message, is_output = self._convert(p, span.line, 0, ts)
         meta = envelope.get("metadata")
-        compaction_output = isinstance(meta, dict) and meta.get("compaction_output") is True
+        if isinstance(meta, dict) and meta.get("compaction_output") is True:
+            # Codex's summarisation request answered: the summary it wrote is not kept as is
+            # (the compacted record puts it in the context), so it is not sent again
+            hidden = message.model_copy(update={"visible": False, "kind": MessageKind.SUMMARY})
+            if self._held is None:
+                self._held = _HeldCompaction(
+                    trigger=self._trigger(), model=self._model, span=span, timestamp=ts
+                )
+            self._held.events.append(MessageAdded(message=hidden, timestamp=ts, span=span))
+            return
         if is_output:
             if not self._in_response:
-                self._request(ts, span, out, counted=not compaction_output)
+                self._request(ts, span, out, counted=True)
         elif message.visible:
             self._in_response = False
             if message.role is Role.TOOL or (
@@ -646,6 +898,33 @@ class CodexParser(LineParser):
         if owner == where:
             return own
         return f"{own}@L{line}" if index == 0 else f"{own}@L{line}.{index}"
+
+
+def _usage(last: dict[str, Any]) -> Usage:
+    total = as_int(last.get("total_tokens"))
+    return Usage(
+        input=as_int(last.get("input_tokens")),
+        cache_read=as_int(last.get("cached_input_tokens")),
+        output=as_int(last.get("output_tokens")),
+        reasoning=as_int(last.get("reasoning_output_tokens")),
+        total=total if "total_tokens" in last else None,
+        input_includes_cache=True,
+    )
+
+
+def _filled(info: dict[str, Any]) -> bool:
+    """Codex's bookkeeping after a context-window error: the session total set to the window
+    (``fill_to_context_window``), the last usage holding only what that added."""
+    window = as_int(info.get("model_context_window"))
+    totals = info.get("total_token_usage")
+    return window > 0 and isinstance(totals, dict) and as_int(totals.get("total_tokens")) == window
+
+
+def _context_exceeded(info: Any) -> bool:
+    """``codex_error_info`` naming a context-window error (a string, or a one-key object)."""
+    if isinstance(info, dict):
+        return CONTEXT_EXCEEDED in info
+    return info == CONTEXT_EXCEEDED
 
 
 def _content_parts(content: Any) -> list[Part]:

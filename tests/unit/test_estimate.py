@@ -56,6 +56,7 @@ THINKING = Part(type=PartType.THINKING, text="hmm, let me see")  # 15 chars
 def test_every_rule_is_listed_and_unknown_rules_fail() -> None:
     assert set(ESTIMATORS) == {
         "baseagent", "aiagent", "goagent", "fifth", "opencode", "guide", "exact", "chars4",
+        "codex",
     }  # fmt: skip
     for rule in ESTIMATORS:
         assert estimate_message(rule, msg(text("abcd"))) >= 0
@@ -359,3 +360,55 @@ def test_ceiling_rules_never_below_floor_rules(s: str) -> None:
     assert estimate_text("chars4", s) >= estimate_text("baseagent", s)
     assert estimate_text("guide", s) >= estimate_text("baseagent", s)
     assert estimate_text("goagent", s) >= estimate_text("chars4", s)  # bytes >= code points
+
+
+# -- Codex (codex-rs context_manager/history.rs estimate_item_token_count) ----------------
+
+# what every item Codex keeps carries besides its own fields (a 36-character turn id)
+CODEX_METADATA = ',"internal_chat_message_metadata_passthrough":{"turn_id":"' + "t" * 36 + '"}'
+
+
+def codex_tokens(item_json: str) -> int:
+    """Codex's rule by hand: the item's serialized bytes, with its metadata, over 4, up."""
+    return math.ceil(len((item_json + CODEX_METADATA).encode()) / 4)
+
+
+def test_codex_tool_output_is_its_serialized_item_over_four() -> None:
+    out = Message(id="o1", role=Role.TOOL, parts=(result('ok "quoted"\nline', "call_1"),))
+    item = '{"type":"function_call_output","id":"o1","call_id":"call_1",'
+    item += '"output":"ok \\"quoted\\"\\nline"}'
+    assert estimate_message("codex", out) == codex_tokens(item)
+
+
+def test_codex_user_and_assistant_messages_and_calls() -> None:
+    user = Message(id="u", role=Role.USER, parts=(text("héllo"),))
+    item = '{"type":"message","id":"u","role":"user","content":[{"type":"input_text","text":"héllo"}]}'
+    assert estimate_message("codex", user) == codex_tokens(item)
+    said = Message(id="a", role=Role.ASSISTANT, parts=(text("done"),))
+    item = (
+        '{"type":"message","status":"completed","id":"a","role":"assistant",'
+        '"content":[{"type":"output_text","text":"done","annotations":[]}]}'
+    )
+    assert estimate_message("codex", said) == codex_tokens(item)
+    called = Message(id="f", role=Role.ASSISTANT, parts=(call("exec_command", '{"cmd":"ls"}', "c9"),))
+    item = (
+        '{"type":"function_call","status":"completed","id":"f","name":"exec_command",'
+        '"arguments":"{\\"cmd\\":\\"ls\\"}","call_id":"c9"}'
+    )
+    assert estimate_message("codex", called) == codex_tokens(item)
+
+
+def test_codex_encrypted_reasoning_and_images_and_instructions() -> None:
+    # encrypted reasoning: 3/4 of its length less 650 bytes, never below 0
+    sealed = Part(type=PartType.THINKING, text="", data_bytes=4000)
+    assert estimate_message("codex", msg(sealed, role=Role.ASSISTANT)) == (3000 - 650 + 3) // 4
+    small = Part(type=PartType.THINKING, text="", data_bytes=86)
+    assert estimate_message("codex", msg(small, role=Role.ASSISTANT)) == 0
+    # an inline image counts 7,373 bytes whatever its size
+    item = '{"type":"message","id":"m","role":"user","content":[{"type":"input_text","text":"see"}]}'
+    size = len((item + CODEX_METADATA).encode())
+    assert estimate_message("codex", msg(text("see"))) == math.ceil(size / 4)
+    assert estimate_message("codex", msg(text("see"), IMAGE)) == math.ceil((size + 7373) / 4)
+    # the base instructions (system) count as their text
+    assert estimate_message("codex", msg(text("x" * 401), role=Role.SYSTEM)) == 101
+    assert estimate_text("codex", "é" * 3) == 2  # 6 bytes

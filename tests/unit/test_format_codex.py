@@ -189,7 +189,10 @@ def test_typical_rollout_in_a_session() -> None:
         DATA / "typical.jsonl", build_profile("codex"), format_spec=codex.SPEC, count_exact=False
     )
     session = loaded.session
-    assert [s.reported for s in session.steps] == [5200, 5600, 6100, None]
+    # a step shows Codex's own figure: last_token_usage.total_tokens, the prompt and its answer
+    assert [s.reported for s in session.steps] == [5320, 5680, 6140, None]
+    assert [s.usage.prompt_tokens for s in session.steps if s.usage] == [5200, 5600, 6100]
+    assert {s.reported_label for s in session.steps[:3]} == {codex.CONTEXT_LABEL}
     assert session.info["context_window"] == 258_400
     assert session.info["model"] == "gpt-5"
 
@@ -203,11 +206,17 @@ def test_compactions_manual_auto_and_marker_only() -> None:
     assert not issues(events)
     assert_every_line_accounted(data, events)
     compactions = of_type(events, Compacted)
-    assert [(c.trigger, c.tokens_before, c.span.line) for c in compactions] == [
-        ("manual", 9800, 17),
-        ("auto", 3000, 26),
-        ("auto", 2000, 31),
+    # the first answers Codex's own summarisation call (line 15): the prompt it summarised
+    # before, Codex's estimate of what it left (line 18) after
+    assert [(c.trigger, c.tokens_before, c.tokens_after, c.span.line) for c in compactions] == [
+        ("manual", 9800, 1234, 17),
+        ("auto", 3000, None, 26),
+        ("auto", 2000, None, 31),
     ]
+    assert compactions[0].added_ids == ("msg_u1@L17.1", "msg_summary", "L17.3")
+    call = [e for e in of_type(events, RequestSent) if e.compaction]
+    assert [e.span.line for e in call] == [15]
+    assert events.index(compactions[0]) == events.index(call[0]) + 1  # its answer, at once
     assert all(c.retained_ids == ("L1.instructions",) and not c.keep_system for c in compactions)
     after_first = [m.message for m in messages(events) if m.span is not None and m.span.line == 17]
     assert [(m.id, m.kind) for m in after_first] == [
@@ -223,7 +232,7 @@ def test_compactions_manual_auto_and_marker_only() -> None:
     assert markers == [19, 27]  # the compacted line told the story; line 30 is the Compacted
     estimate = of_type(events, ContextMeasured)
     assert [(c.tokens, c.limit, c.label) for c in estimate] == [
-        (1234, 258_400, "codex estimate after compaction")
+        (1234, 258_400, f"{codex.ESTIMATE_LABEL} after compaction")
     ]
     opaque = [m.message for m in messages(events) if m.span is not None and m.span.line == 32]
     assert opaque[0].kind is MessageKind.SUMMARY and opaque[0].parts[0].data_bytes == 30
@@ -242,9 +251,14 @@ def test_compaction_in_a_session_keeps_instructions_and_replacement() -> None:
     session = loaded.session
     live = [session.table.ids[i] for i in session.in_context(4)]
     assert live == ["L1.instructions", "msg_u1@L17.1", "msg_summary", "L17.3", "msg_u2"]
-    assert [s.compactions for s in session.steps] == [0, 0, 0, 1, 1]
-    step = session.steps[3]  # built up across the compaction, then sent
-    assert step.reported == 3000 and step.peak_reported == 9800
+    # the summarisation call (step 3) holds its compaction: it sent the whole context (9,800)
+    assert [s.compactions for s in session.steps] == [0, 0, 1, 0, 1]
+    call = session.steps[2]
+    assert call.reported == 9800 and call.messages == 5
+    after = session.steps[3]  # after the compaction: Codex's estimate, then the next answer
+    assert after.peak_reported == 1234 and after.reported == 3020
+    old_style = session.steps[4]  # a compacted record without its call: in the build-up
+    assert old_style.reported == 2020 and old_style.peak_reported == 3000
 
 
 # -- legacy layout -------------------------------------------------------------------------
@@ -557,11 +571,17 @@ def test_real_rollout_requests_usage_and_compactions(corpus: Path) -> None:
     assert befores == [54_697, 73_156]
     measured = of_type(events, ContextMeasured)
     assert [m.tokens for m in measured] == estimates == [7_017, 7_359]
-    assert all(m.label == "codex estimate after compaction" for m in measured)
+    assert all(m.label == f"{codex.ESTIMATE_LABEL} after compaction" for m in measured)
+    assert [(c.tokens_before, c.tokens_after) for c in compactions] == [
+        (54_697, 7_017),
+        (73_156, 7_359),
+    ]
     summaries = [m.message for m in messages(events) if m.message.kind is MessageKind.SUMMARY]
-    assert len(summaries) == 2 and all(
-        s.text.startswith("Another language model") for s in summaries
-    )
+    kept = [s for s in summaries if s.visible]
+    assert len(kept) == 2 and all(s.text.startswith("Another language model") for s in kept)
+    # what the summarisation call wrote is not sent again (the compacted record holds it)
+    written = [s for s in summaries if not s.visible]
+    assert len(written) == 2 and all(s.role is Role.ASSISTANT for s in written)
 
 
 @pytest.mark.corpus
@@ -573,7 +593,8 @@ def test_real_rollout_in_a_session(corpus: Path) -> None:
     steps = session.steps
     assert len(steps) == 22
     assert all(s.reported is not None and s.usage is not None for s in steps)
-    assert max(s.reported or 0 for s in steps) == 75_908
+    assert max(s.reported or 0 for s in steps) == 76_090  # 75,908 sent + 182 answered
+    assert max(s.usage.prompt_tokens for s in steps if s.usage) == 75_908
     events = read(path.read_bytes())
     parser = loaded.parser
     assert parser is not None

@@ -79,7 +79,7 @@ def test_auto_compaction_when_the_count_reaches_the_limit() -> None:
     assert POLICY.manage(rollout(244_799 - base), PROFILE, estimate, FakeSummarizer()) == []
     (result,) = POLICY.manage(rollout(244_800 - base), PROFILE, estimate, FakeSummarizer())
     assert result.fired and result.details["trigger"] == "auto"
-    limited = PROFILE.model_copy(update={"auto_compact_token_limit": 1_000})
+    limited = PROFILE.model_copy(update={"model_auto_compact_token_limit": 1_000})
     assert POLICY.manage(rollout(1_000 - base), limited, estimate, FakeSummarizer())
 
 

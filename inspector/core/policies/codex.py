@@ -1,7 +1,16 @@
-"""OpenAI Codex CLI (transcripts.md 2.3-2.4): local auto-compaction.
+"""OpenAI Codex CLI (transcripts.md 2.3-2.4, and codex-rs 0.169): local auto-compaction.
 
-- ``manage`` (after a turn's response, before the next request): auto-compaction when the
-  context **reaches** ``auto_compact_token_limit`` (the profile's threshold). The replacement
+- ``manage`` (before each request): auto-compaction when Codex's own figure **reaches**
+  ``model_auto_compact_token_limit`` (the profile's threshold). Codex checks after a response
+  that called tools, before sending the tools' outputs back (mid-turn), and before a new turn,
+  before it records the user's message (pre-turn). Its figure (``get_total_token_usage``) is
+  the last response's ``total_tokens`` plus its estimate (serialized bytes / 4) of the items
+  added after the last item the model wrote: in replay, the profile's ``replay_basis`` is
+  "anchor" (the overhead item holds the reported total less the estimate of what it covered)
+  and the estimator is Codex's, so the context's total is that figure, less the new user turn
+  (the user's message and the context updates recorded with it), which Codex records only
+  after its check. No compaction follows a refused request (``context_window_exceeded`` ends
+  the turn in 0.169). The replacement
   history is the initial context (system / developer instructions, the ``# AGENTS.md
   instructions`` / ``<user_instructions>`` and ``<environment_context>`` messages, which Codex
   rebuilds), then the user's own messages, then one user message holding
@@ -23,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from inspector.core.model import Message, MessageKind, PartType
+from inspector.core.model import Message, MessageKind, PartType, Role
 from inspector.core.policies.base import (
     Action,
     ContextItem,
@@ -81,6 +90,33 @@ def truncate_to(text: str, tokens: int) -> str:
     tail = data[len(data) - right :].decode("utf-8", "ignore") if right else ""
     removed = len(data) - len(head.encode("utf-8")) - len(tail.encode("utf-8"))
     return f"{head}…{-(-removed // APPROX_BYTES_PER_TOKEN)} tokens truncated…{tail}"
+
+
+def codex_figure(items: Sequence[ContextItem]) -> int:
+    """What Codex compares with its limit before the next request: the items' total, less a
+    user turn begun after the last item the model wrote (Codex checks before recording it)."""
+    figure = total(items)
+    last_model = max(
+        (i for i, item in enumerate(items) if item.message.role is Role.ASSISTANT), default=-1
+    )
+    turn = None
+    for i in range(len(items) - 1, last_model, -1):
+        message = items[i].message
+        if message.role is Role.USER and message.kind is MessageKind.MESSAGE:
+            turn = i
+            break
+    if turn is None:
+        return figure
+    while turn - 1 > last_model and _context_update(items[turn - 1].message):
+        turn -= 1
+    return figure - sum(item.tokens for item in items[turn:])
+
+
+def _context_update(message: Message) -> bool:
+    """A message Codex records with a new turn: developer instructions, injected context."""
+    return message.role is Role.DEVELOPER or (
+        message.role is Role.USER and message.kind is MessageKind.ATTACHMENT
+    )
 
 
 def _starts(text: str, prefixes: tuple[str, ...]) -> bool:
@@ -147,9 +183,10 @@ class CodexPolicy:
         summarizer: Summarizer,
     ) -> list[PolicyResult]:
         codex = require(profile, CodexProfile, NAME)
-        if not codex.over_threshold(total(items)):
+        figure = codex_figure(items)
+        if not codex.over_threshold(figure):
             return []
-        return [self._compact(items, codex, estimate, summarizer, auto=True)]
+        return [self._compact(items, codex, estimate, summarizer, auto=True, figure=figure)]
 
     def prune(
         self,
@@ -175,16 +212,16 @@ class CodexPolicy:
     ) -> PolicyResult:
         """Forced: ``/compact``. Otherwise only at the auto-compact limit."""
         codex = require(profile, CodexProfile, NAME)
-        tokens = total(items)
-        if not force and not codex.over_threshold(tokens):
+        figure = codex_figure(items)
+        if not force and not codex.over_threshold(figure):
             return unchanged(
                 Action.COMPACT,
                 NAME,
                 items,
-                f"{fmt(tokens)} < auto-compact limit {fmt(codex.threshold())}",
+                f"{fmt(figure)} < auto-compact limit {fmt(codex.threshold())}",
                 threshold=codex.threshold(),
             )
-        return self._compact(items, codex, estimate, summarizer, auto=not force)
+        return self._compact(items, codex, estimate, summarizer, auto=not force, figure=figure)
 
     def truncate(
         self,
@@ -207,6 +244,7 @@ class CodexPolicy:
         summarizer: Summarizer,
         *,
         auto: bool,
+        figure: int,
     ) -> PolicyResult:
         tokens = total(items)
         kinds = [_role_of(item.message) for item in items]
@@ -215,6 +253,7 @@ class CodexPolicy:
         chosen = select_user_messages(items, users, COMPACT_USER_MESSAGE_MAX_TOKENS)
         details: dict[str, Any] = {
             "trigger": "auto" if auto else "manual",
+            "figure": figure,
             "threshold": codex.threshold(),
             "user_messages": len(users),
             "user_messages_kept": len(chosen),
@@ -257,7 +296,7 @@ class CodexPolicy:
             notes=notes,
         )
         trigger = (
-            f"{fmt(tokens)} ≥ auto-compact limit {fmt(codex.threshold())}" if auto else "/compact"
+            f"{fmt(figure)} ≥ auto-compact limit {fmt(codex.threshold())}" if auto else "/compact"
         )
         result.reason = (
             f"{trigger}: kept the initial context and {len(chosen)} of {len(users)} user "
