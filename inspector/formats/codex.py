@@ -434,7 +434,8 @@ class CodexParser(LineParser):
         """A turn that ended because the model's context window was exceeded: the provider
         refused the request Codex had just sent (0.169 does not compact on this error; the
         turn ends with ``task_complete.error``, older builds write an ``error`` event)."""
-        error = p.get("error") if isinstance(p.get("error"), dict) else p
+        found = p.get("error")
+        error: dict[str, Any] = found if isinstance(found, dict) else p
         if self._turn_rejected or not _context_exceeded(error.get("codex_error_info")):
             return
         self._turn_rejected = True
@@ -924,7 +925,7 @@ def _context_exceeded(info: Any) -> bool:
     """``codex_error_info`` naming a context-window error (a string, or a one-key object)."""
     if isinstance(info, dict):
         return CONTEXT_EXCEEDED in info
-    return info == CONTEXT_EXCEEDED
+    return isinstance(info, str) and info == CONTEXT_EXCEEDED
 
 
 def _content_parts(content: Any) -> list[Part]:

@@ -382,7 +382,8 @@ def test_codex_tool_output_is_its_serialized_item_over_four() -> None:
 
 def test_codex_user_and_assistant_messages_and_calls() -> None:
     user = Message(id="u", role=Role.USER, parts=(text("héllo"),))
-    item = '{"type":"message","id":"u","role":"user","content":[{"type":"input_text","text":"héllo"}]}'
+    item = '{"type":"message","id":"u","role":"user",'
+    item += '"content":[{"type":"input_text","text":"héllo"}]}'
     assert estimate_message("codex", user) == codex_tokens(item)
     said = Message(id="a", role=Role.ASSISTANT, parts=(text("done"),))
     item = (
@@ -390,7 +391,8 @@ def test_codex_user_and_assistant_messages_and_calls() -> None:
         '"content":[{"type":"output_text","text":"done","annotations":[]}]}'
     )
     assert estimate_message("codex", said) == codex_tokens(item)
-    called = Message(id="f", role=Role.ASSISTANT, parts=(call("exec_command", '{"cmd":"ls"}', "c9"),))
+    command = call("exec_command", '{"cmd":"ls"}', "c9")
+    called = Message(id="f", role=Role.ASSISTANT, parts=(command,))
     item = (
         '{"type":"function_call","status":"completed","id":"f","name":"exec_command",'
         '"arguments":"{\\"cmd\\":\\"ls\\"}","call_id":"c9"}'
@@ -405,7 +407,8 @@ def test_codex_encrypted_reasoning_and_images_and_instructions() -> None:
     small = Part(type=PartType.THINKING, text="", data_bytes=86)
     assert estimate_message("codex", msg(small, role=Role.ASSISTANT)) == 0
     # an inline image counts 7,373 bytes whatever its size
-    item = '{"type":"message","id":"m","role":"user","content":[{"type":"input_text","text":"see"}]}'
+    item = '{"type":"message","id":"m","role":"user",'
+    item += '"content":[{"type":"input_text","text":"see"}]}'
     size = len((item + CODEX_METADATA).encode())
     assert estimate_message("codex", msg(text("see"))) == math.ceil(size / 4)
     assert estimate_message("codex", msg(text("see"), IMAGE)) == math.ceil((size + 7373) / 4)
