@@ -16,12 +16,15 @@ from pathlib import Path
 from inspector.core.model import (
     Event,
     GuardEvaluated,
+    LogLine,
     Message,
     MessageAdded,
+    ParseIssue,
     Part,
     PartType,
     RequestSent,
     Role,
+    SessionInfo,
     SourceSpan,
 )
 from inspector.core.profiles import Profile, make_profile
@@ -441,10 +444,28 @@ def merge_streams(
     )
     for path, spec in zip(paths, specs, strict=True):
         session.add_source(str(path), spec.name)
-    session.append(merge_events(streams))
+    names = {spec.name for spec in specs}
+    covered = {i for i, spec in enumerate(specs) if names.intersection(spec.covered_by)}
+    merged = merge_events(streams)
+    if covered:
+        merged = [e for e in merged if not _covered(e, covered)]
+    session.append(merged)
     return LoadedSession(
         session, paths[0], primary, profile, counter, parsers[0], label="merged", paths=list(paths)
     )
+
+
+_NOTES: tuple[type[Event], ...] = (LogLine, ParseIssue)
+
+
+def _covered(event: Event, covered: set[int]) -> bool:
+    """Whether ``event`` comes from a stream another merged stream covers and is not one of
+    its notes (a log line, a parse issue, a fact of the run): it is already there."""
+    if event.span is None or event.span.source not in covered:
+        return False
+    if isinstance(event, SessionInfo):  # facts of the run, but not what the stream lacks
+        return "context_note" in event.extra
+    return not isinstance(event, _NOTES)
 
 
 def merge_events(streams: list[list[Event]]) -> list[Event]:

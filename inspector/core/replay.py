@@ -489,6 +489,7 @@ def _replay(
                 else:
                     offset += event.tokens  # it fitted: the output stays in the context
     agreement, disagreements = compare(recorded, decisions)
+    _other_setting(disagreements, decisions, profile)
     return ReplayResult(
         profile, steps, decisions, recorded, agreement, disagreements, results, list(context.items)
     )
@@ -651,6 +652,31 @@ def recorded_decisions(session: Session) -> list[Decision]:
                 )
             )
     return out
+
+
+def _other_setting(
+    disagreements: list[dict[str, Any]], decisions: Sequence[Decision], profile: Profile
+) -> None:
+    """Say why at the first difference, when it is a decision the replay alone made before it
+    had moved away from the recording: the replayed figure is then the recording's own, and
+    the agent, at that figure, did not act. Either these settings are not the recording's, or
+    the recording ran under others at that point (a resumed run can be given other settings)."""
+    if not disagreements:
+        return
+    first = disagreements[0]
+    if first["recorded"] or not first["replayed"]:
+        return
+    decision = next(
+        (d for d in decisions if d.step == first["step"] and d.tokens_before is not None), None
+    )
+    if decision is None or decision.tokens_before is None:
+        return
+    figure = decision.tokens_before
+    first["reason"] = (
+        f"the recording's own figure here ({figure:,}) reaches the replayed limit "
+        f"({profile.threshold():,}) and the agent did not act: its limit at this step was above "
+        f"{figure:,} (a run resumed with other settings changes it mid-run)"
+    )
 
 
 def compare(

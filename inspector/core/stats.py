@@ -60,6 +60,7 @@ def summarize(session: Session, profile: Profile, facts: RunFacts) -> dict[str, 
         "final_context_tokens": steps[-1].tokens if steps else 0,
         "final_context_source": steps[-1].origin.value if steps else Origin.ESTIMATED.value,
         "final_context_note": steps[-1].describe() if steps else "",
+        "context_note": _context_note(session),
         "messages": _messages_by_role_and_kind(session),
         "zone_crossings": _zone_crossings(steps, profile),
         "compactions": _compactions(session, steps),
@@ -78,6 +79,13 @@ def _window(session: Session, profile: Profile) -> int:
     if isinstance(value, int) and value > 0 and profile.context_window <= 0:
         return value
     return profile.context_window
+
+
+def _context_note(session: Session) -> str:
+    """What the input cannot show about the context, when its reader says (a stream without
+    context management: its figures are the messages it shows, not the agent's context)."""
+    note = session.info.get("context_note")
+    return note if isinstance(note, str) else ""
 
 
 def _window_source(session: Session, profile: Profile, window: int) -> str:

@@ -213,6 +213,8 @@ class CodexParser(LineParser):
                 if self._held is not None and self._held.after is not None:
                     out.extend(self._flush_compaction())
                 return out
+            if kind == "event_msg" and isinstance(payload, dict):
+                self._held.error = _error_text(payload)
             out.extend(self._flush_compaction())
         self._dispatch(kind, payload, obj, line, span, ts, out)
         return out
@@ -656,7 +658,7 @@ class CodexParser(LineParser):
                 )
             )
         self._compaction_open = None if failed else "line"
-        return out
+        return _in_time_order(out)
 
     def _compacted(
         self, p: dict[str, Any], span: SourceSpan, ts: str | None, out: list[Event]
@@ -899,6 +901,31 @@ class CodexParser(LineParser):
         if owner == where:
             return own
         return f"{own}@L{line}" if index == 0 else f"{own}@L{line}.{index}"
+
+
+def _error_text(p: dict[str, Any]) -> str | None:
+    """The message of an ``error`` event, or of a turn that ended with one."""
+    error = p.get("error")
+    message = error.get("message") if isinstance(error, dict) else p.get("message")
+    if p.get("type") != "error" and not isinstance(error, dict):
+        return None
+    return message if isinstance(message, str) and message else None
+
+
+def _in_time_order(events: list[Event]) -> list[Event]:
+    """``events`` with no timestamp earlier than the one before (a compaction is given as its
+    request and then its result, records written a moment apart: merged with another stream,
+    ordering by time must keep them together)."""
+    latest: str | None = None
+    out: list[Event] = []
+    for event in events:
+        stamp = event.timestamp
+        if stamp is not None and latest is not None and stamp < latest:
+            event = event.model_copy(update={"timestamp": latest})
+        elif stamp is not None:
+            latest = stamp
+        out.append(event)
+    return out
 
 
 def _usage(last: dict[str, Any]) -> Usage:

@@ -6,7 +6,12 @@ a model response), ``agent_message``, ``command_execution``, ``mcp_tool_call``, 
 and ``web_search`` (tool calls and their results); ``todo_list`` and unknown items are kept as
 log lines. Usage appears only on ``turn.completed`` and is summed over every request of the
 turn, so it is kept as session information, never as a context size: for per-request figures
-read the rollout file instead (the ``codex`` format).
+read the rollout file instead (the ``codex`` format). The stream cannot show context management
+either (Codex writes no item for a compaction), so what it gives is the messages it shows, and
+the session says so (``SessionInfo.extra["context_note"]``). A turn that fails because the model's
+context window was exceeded (Codex's own message for ``context_window_exceeded``) is a refused
+request (``RequestRejected``). Merged with the rollout of the same run (``--merge``), this stream
+adds nothing the rollout does not hold: only its log lines and session facts are kept.
 """
 
 from __future__ import annotations
@@ -23,14 +28,23 @@ from inspector.core.model import (
     MessageKind,
     Part,
     PartType,
+    RequestRejected,
     RequestSent,
     Role,
+    SessionInfo,
     SourceSpan,
 )
 from inspector.formats.baseagent import BaseAgentEventsParser
 from inspector.formats.registry import FormatSpec, Head, register
 
 _TOOL_ITEMS = ("mcp_tool_call", "file_change", "web_search")
+CONTEXT_NOTE = (
+    "codex exec --json shows no compaction and only each turn's usage summed over its "
+    "requests: the figures are the messages this stream shows, not Codex's context (the "
+    "rollout file under $CODEX_HOME/sessions has it)"
+)
+# Codex's message for ``context_window_exceeded`` (the stream carries no error code)
+_CONTEXT_EXCEEDED = "out of room in the model's context window"
 
 
 class CodexExecParser(BaseAgentEventsParser):
@@ -39,6 +53,28 @@ class CodexExecParser(BaseAgentEventsParser):
     def __init__(self, source: int = 0, path: str = "") -> None:
         super().__init__(source, path)
         self._seen: set[str] = set()  # tool items whose call was already emitted
+        self._refused = False  # this turn's context-window refusal was given
+
+    def _event(self, kind: str, value: dict[str, Any], span: SourceSpan, raw: bytes) -> list[Event]:
+        out = super()._event(kind, value, span, raw)
+        if kind == "thread.started":
+            out = [
+                e.model_copy(update={"agent": "codex", "extra": {"context_note": CONTEXT_NOTE}})
+                if isinstance(e, SessionInfo)
+                else e
+                for e in out
+            ]
+        elif kind == "turn.started":
+            self._refused = False
+        elif kind in ("error", "turn.failed") and not self._refused:
+            error = value.get("error")
+            message = error.get("message") if isinstance(error, dict) else value.get("message")
+            if isinstance(message, str) and _CONTEXT_EXCEEDED in message:
+                self._refused = True
+                self._after_text = False
+                refusal = RequestRejected(reason=message, code="context_window_exceeded", span=span)
+                out = [RequestSent(span=span), refusal, *out]
+        return out
 
     def _item(self, kind: str, item: dict[str, Any], span: SourceSpan, raw: bytes) -> list[Event]:
         item_type = item.get("type")
@@ -114,5 +150,6 @@ SPEC = register(
         parser=CodexExecParser,
         sniff=sniff,
         default_profile="codex",
+        covered_by=("codex",),
     )
 )

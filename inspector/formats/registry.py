@@ -84,6 +84,9 @@ class FormatSpec:
     module: str = ""  # the registering module (filled in by ``register``)
     # the profile the file itself names (an export of ours), used when the user names none
     recorded_profile: Callable[[Head], str | None] | None = None
+    # formats whose streams hold everything this one shows of a run (its messages, requests
+    # and figures): merged with one of them, only this stream's log lines and facts are kept
+    covered_by: tuple[str, ...] = ()
 
     def make_parser(self, source: int = 0, path: str = "") -> Parser:
         """A stream parser for this format (only for formats that have one)."""

@@ -19,6 +19,7 @@ from inspector.core.model import (
     MessageKind,
     ParseIssue,
     PartType,
+    RequestRejected,
     RequestSent,
     Role,
     SessionInfo,
@@ -28,7 +29,7 @@ from inspector.errors import InputError
 from inspector.formats import codex, registry
 from inspector.formats.codex import CodexParser
 from inspector.formats.registry import HEAD_BYTES, Head
-from inspector.loader import load_session
+from inspector.loader import counter_for, load_session, new_session
 
 DATA = Path(__file__).parents[1] / "data" / "codex"
 FIXTURES = (
@@ -37,6 +38,7 @@ FIXTURES = (
     "legacy.jsonl",
     "malformed.jsonl",
     "truncated.jsonl",
+    "resume_preturn_compact.jsonl",
 )
 
 
@@ -259,6 +261,118 @@ def test_compaction_in_a_session_keeps_instructions_and_replacement() -> None:
     assert after.peak_reported == 1234 and after.reported == 3020
     old_style = session.steps[4]  # a compacted record without its call: in the build-up
     assert old_style.reported == 2020 and old_style.peak_reported == 3000
+
+
+def test_preturn_compaction_at_resume() -> None:
+    """``codex exec resume <id> ... -c model_auto_compact_token_limit=50000`` after a turn that
+    ended at 57,000: Codex compacts before the new turn, before recording the user's message."""
+    data = fixture("resume_preturn_compact.jsonl")
+    events = read(data)
+    assert not issues(events)
+    assert_every_line_accounted(data, events)
+    (compaction,) = of_type(events, Compacted)
+    assert compaction.trigger == "auto"  # the turn was started by the resumed exec
+    assert (compaction.tokens_before, compaction.tokens_after) == (57_310, 5_480)
+    assert compaction.added_ids == ("msg_u1c", "msg_sum_in")
+    call = next(e for e in of_type(events, RequestSent) if e.compaction)
+    assert events.index(compaction) == events.index(call) + 1
+    turn = next(m for m in messages(events) if m.message.id == "msg_u2")
+    assert events.index(turn) > events.index(compaction)  # recorded after the compaction
+    usages = of_type(events, UsageReported)
+    assert [u.context_tokens for u in usages] == [20_200, 45_180, 57_000, None, 7_050, 7_140]
+    loaded = load_session(
+        DATA / "resume_preturn_compact.jsonl",
+        build_profile("codex"),
+        format_spec=codex.SPEC,
+        count_exact=False,
+    )
+    steps = loaded.session.steps
+    assert [s.compactions for s in steps] == [0, 0, 0, 1, 0, 0]
+    assert steps[3].reported == 57_310 and steps[3].usage is not None
+    assert steps[4].peak_reported == 5_480  # Codex's estimate of what the compaction left
+
+
+REFUSED = b"\n".join(
+    json.dumps(record, separators=(",", ":")).encode()
+    for record in [
+        {"type": "session_meta", "payload": {"id": "s", "cli_version": "0.169.0"}},
+        {"type": "event_msg", "payload": {"type": "task_started", "model_context_window": 1000}},
+        {"type": "response_item", "payload": {"type": "message", "role": "user",
+            "content": [{"type": "input_text", "text": "go"}]}},
+        {"type": "response_item", "payload": {"type": "function_call", "id": "fc",
+            "name": "sh", "arguments": "{}", "call_id": "c"}},
+        {"type": "token_usage_record", "payload": {"response_id": "r", "usage": {
+            "input_tokens": 700, "output_tokens": 20, "total_tokens": 720}}},
+        {"type": "response_item", "payload": {"type": "function_call_output", "call_id": "c",
+            "output": "x" * 400}},
+        {"type": "event_msg", "payload": {"type": "token_count", "info": {
+            "total_token_usage": {"total_tokens": 720},
+            "last_token_usage": {"input_tokens": 700, "output_tokens": 20, "total_tokens": 720},
+            "model_context_window": 1000}}},
+        # the request that follows is refused: Codex marks its window full ...
+        {"type": "event_msg", "payload": {"type": "token_count", "info": {
+            "total_token_usage": {"total_tokens": 1000},
+            "last_token_usage": {"input_tokens": 0, "output_tokens": 0, "total_tokens": 280},
+            "model_context_window": 1000}}},
+        # ... and ends the turn (older builds also write an error event first)
+        {"type": "event_msg", "payload": {"type": "error", "message": "out of room",
+            "codex_error_info": "context_window_exceeded"}},
+        {"type": "event_msg", "payload": {"type": "task_complete", "error": {
+            "message": "out of room", "codex_error_info": "context_window_exceeded"}}},
+    ]
+)  # fmt: skip
+
+
+def test_a_refused_request_is_a_rejection_and_its_bookkeeping_no_figure() -> None:
+    events = read(REFUSED)
+    assert not issues(events)
+    assert_every_line_accounted(REFUSED, events)
+    (rejected,) = of_type(events, RequestRejected)
+    assert (rejected.code, rejected.reason, rejected.tokens) == (
+        "context_window_exceeded",
+        "out of room",
+        None,
+    )
+    assert events[events.index(rejected) - 1].type == "request"  # the request it refused
+    assert not of_type(events, ContextMeasured)  # 280 is bookkeeping, not a context size
+    assert not of_type(events, Compacted)  # 0.169 does not compact on this error
+    (usage,) = of_type(events, UsageReported)
+    # given with the response's usage record: before the tool output Codex estimates itself
+    assert events.index(usage) < next(
+        i for i, e in enumerate(events) if isinstance(e, MessageAdded) and e.message.id == "L6"
+    )
+    session = load_session_from(REFUSED)
+    last = session.steps[-1]
+    assert last.rejected == 1 and last.usage is None and last.peak_reported is None
+
+
+def load_session_from(data: bytes) -> Any:
+    profile = build_profile("codex")
+    session = new_session(profile, counter_for(profile), count_exact=False)
+    session.append(read(data))
+    return session
+
+
+def test_a_compaction_cut_short_is_a_failed_attempt() -> None:
+    cut = b"\n".join(
+        [
+            b'{"type":"session_meta","payload":{"id":"s","base_instructions":"Be brief."}}',
+            b'{"type":"response_item","payload":{"type":"message","role":"user",'
+            b'"content":[{"type":"input_text","text":"go"}]}}',
+            b'{"type":"event_msg","payload":{"type":"task_started"}}',  # /compact
+            b'{"type":"response_item","payload":{"type":"message","role":"assistant",'
+            b'"content":[{"type":"output_text","text":"Handoff"}]},'
+            b'"metadata":{"compaction_output":true}}',
+            b'{"type":"event_msg","payload":{"type":"error","message":"stream closed"}}',
+        ]
+    )
+    events = read(cut)
+    assert_every_line_accounted(cut, events)
+    (compaction,) = of_type(events, Compacted)
+    assert compaction.failed and compaction.trigger == "manual"
+    assert compaction.error == "stream closed"
+    session = load_session_from(cut)
+    assert session.message_count == 3 and len(session.in_context()) == 2  # nothing removed
 
 
 # -- legacy layout -------------------------------------------------------------------------

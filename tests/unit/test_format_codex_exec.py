@@ -2,23 +2,27 @@
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from inspector.cli import main
 from inspector.core.model import (
     Event,
     MessageAdded,
     MessageKind,
     ParseIssue,
     PartType,
+    RequestRejected,
     RequestSent,
     SessionInfo,
     UsageReported,
 )
 from inspector.formats import registry
-from inspector.formats.codex_exec import CodexExecParser
+from inspector.formats.codex_exec import CONTEXT_NOTE, CodexExecParser
 
 DATA = Path(__file__).parents[1] / "data" / "codex_exec"
 
@@ -112,3 +116,51 @@ def test_the_real_exec_stdout(corpus: Path) -> None:
         if isinstance(e, MessageAdded) and e.message.kind is MessageKind.TOOL_RESULT
     ]
     assert len(results) == len(commands)
+
+
+def test_the_stream_says_it_cannot_show_context_management() -> None:
+    events = parse((DATA / "typical.jsonl").read_bytes())
+    (started,) = [e for e in events if isinstance(e, SessionInfo) and e.session_id]
+    assert started.agent == "codex"
+    assert started.extra["context_note"] == CONTEXT_NOTE
+
+
+def test_a_turn_that_ran_out_of_context_is_a_refused_request() -> None:
+    refusal = (
+        "Codex ran out of room in the model's context window. Start a new thread or clear "
+        "earlier history before retrying."
+    )
+    lines = [
+        {"type": "thread.started", "thread_id": "t"},
+        {"type": "turn.started"},
+        {"type": "error", "message": refusal},
+        {"type": "turn.failed", "error": {"message": refusal}},
+        {"type": "turn.started"},
+        {"type": "error", "message": "stream disconnected"},
+        {"type": "turn.failed", "error": {"message": "stream disconnected"}},
+    ]
+    data = "\n".join(json.dumps(line, separators=(",", ":")) for line in lines).encode()
+    events = parse(data)
+    rejected = [e for e in events if isinstance(e, RequestRejected)]
+    assert [(r.code, r.reason) for r in rejected] == [("context_window_exceeded", refusal)]
+    assert isinstance(events[events.index(rejected[0]) - 1], RequestSent)
+    assert sum(isinstance(e, RequestSent) for e in events) == 1  # one per refused request
+
+
+def test_merged_with_the_rollout_nothing_is_counted_twice(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    rollout = Path(__file__).parents[1] / "data" / "codex" / "typical.jsonl"
+    stream = DATA / "typical.jsonl"
+
+    def stats(*args: str) -> dict[str, Any]:
+        assert main(["stats", "--json", *args]) == 0
+        data: dict[str, Any] = json.loads(capsys.readouterr().out)
+        return data
+
+    alone = stats(str(rollout))
+    merged = stats("--merge", str(rollout), str(stream))
+    for key in ("steps", "messages_total", "peak_context_tokens", "final_context_tokens"):
+        assert merged[key] == alone[key], key
+    assert merged["context_note"] == "" and merged["items_total"] > alone["items_total"]
+    assert stats(str(stream))["context_note"] == CONTEXT_NOTE

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from inspector.cli import main
 from inspector.core.model import Message, MessageKind, Part, PartType, Role
 from inspector.core.policies import policy_for
 from inspector.core.policies.base import ContextItem, ItemStatus, full_changes
@@ -16,6 +21,7 @@ from inspector.core.policies.codex import (
     POLICY,
     SUMMARY_PREFIX,
     approx_tokens,
+    codex_figure,
     truncate_to,
 )
 from inspector.core.profiles import CodexProfile
@@ -166,3 +172,65 @@ def test_user_message_budget_properties(sizes: list[int]) -> None:
     if sum(approx_tokens("€" * size) for size in sizes) <= COMPACT_USER_MESSAGE_MAX_TOKENS:
         assert len(kept) == len(sizes)
     assert truncate_to("x" * 10, 100) == "x" * 10
+
+
+def test_codex_compares_its_figure_before_recording_a_new_user_turn() -> None:
+    items = rollout()
+    turn = [
+        item(text(Role.DEVELOPER, "mode", "<collaboration_mode>Default</collaboration_mode>")),
+        item(text(Role.USER, "u3", "and now the tests"), 900),
+    ]
+    # Codex checks before a turn, then records the user's message and its context updates
+    assert codex_figure([*items, *turn]) == codex_figure(items) == sum(i.tokens for i in items)
+    # what came after the model's last item in the turn (a tool output) counts
+    tools = [item(text(Role.ASSISTANT, "a3", "running")), item(output("o3"), 5_000)]
+    assert codex_figure([*items, *tools]) == sum(i.tokens for i in [*items, *tools])
+    limited = PROFILE.model_copy(update={"model_auto_compact_token_limit": 1_000})
+    base = sum(i.tokens for i in rollout(0))
+    below = rollout(999 - base)
+    assert POLICY.manage([*below, *turn], limited, estimate, FakeSummarizer()) == []
+    (fired,) = POLICY.manage(rollout(1_000 - base), limited, estimate, FakeSummarizer())
+    assert fired.details["figure"] == 1_000
+    assert fired.reason.startswith("1,000 ≥ auto-compact limit 1,000")
+
+
+FIXTURES = Path(__file__).parents[1] / "data" / "codex"
+
+
+def replay_json(capsys: pytest.CaptureFixture[str], name: str, *sets: str) -> dict[str, Any]:
+    args = [part for s in sets for part in ("--set", s)]
+    assert main(["replay", "--json", *args, str(FIXTURES / name)]) == 0
+    data: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return data
+
+
+def test_replay_reproduces_a_preturn_compaction_at_resume(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    data = replay_json(
+        capsys, "resume_preturn_compact.jsonl", "model_auto_compact_token_limit=50000"
+    )
+    assert data["agreement"] == 1.0 and data["disagreements"] == []
+    (compaction,) = data["compactions"]
+    assert (compaction["step"], compaction["before_tokens"], compaction["after_tokens"]) == (
+        4,
+        57_310,
+        5_480,
+    )
+    # before the new turn Codex compared the last total, 57,000, with 50,000
+    assert data["curve"][3]["tokens"] == 57_000
+    above = replay_json(
+        capsys, "resume_preturn_compact.jsonl", "model_auto_compact_token_limit=57001"
+    )
+    assert above["agreement"] == 0.0
+    assert above["disagreements"] == [{"step": 4, "recorded": ["compaction"], "replayed": []}]
+
+
+def test_replay_makes_the_users_compaction_again(capsys: pytest.CaptureFixture[str]) -> None:
+    data = replay_json(capsys, "compaction.jsonl")
+    manual = [c for c in data["compactions"] if c["trigger"] == "manual"]
+    assert [(c["step"], c["before_tokens"], c["after_tokens"]) for c in manual] == [
+        (3, 9_800, 1_234)
+    ]
+    recorded = [d for d in data["recorded_decisions"] if d["detail"] == "manual"]
+    assert recorded and 3 not in [d["step"] for d in data["disagreements"]]

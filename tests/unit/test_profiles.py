@@ -482,3 +482,19 @@ def test_overrides_apply() -> None:
     p2 = of(OpenCodeProfile, make_profile("opencode", {"protected_tools": ["skill", "read"]}))
     assert p2.protected_tools == ("skill", "read")
     assert make_profile("baseagent", {"estimator": "exact"}).estimator == "exact"
+
+
+def test_codex_settings_under_codex_names() -> None:
+    """config.toml's names reach the same settings; ours still work; the limit is capped."""
+    assert make_profile("codex", {"model_auto_compact_token_limit": 60_000}).threshold() == 60_000
+    assert make_profile("codex", {"auto_compact_token_limit": 60_000}).threshold() == 60_000
+    capped = make_profile("codex", {"model_auto_compact_token_limit": 300_000})
+    assert capped.threshold() == 244_800  # never above 90% of the model's window
+    assert make_profile("codex", {"model_auto_compact_token_limit": 0}).threshold() == 244_800
+    configured = of(CodexProfile, make_profile("codex", {"model_context_window": 200_000}))
+    assert configured.context_window == 190_000  # what Codex reports: 95% of it
+    assert configured.nominal_window() == 200_000 and configured.threshold() == 180_000
+    with pytest.raises(ConfigError, match="95% of model_context_window"):
+        make_profile("codex", {"model_context_window": 200_000, "context_window": 200_000})
+    with pytest.raises(ConfigError, match="did you mean model_auto_compact_token_limit"):
+        make_profile("codex", {"model_auto_compact_token_limt": 1})
