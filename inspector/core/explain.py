@@ -93,7 +93,7 @@ KNOBS: dict[str, list[Knob]] = {
         Knob("context_window", +1, _times(8)),
     ],
     "codex": [
-        Knob("model_auto_compact_token_limit", +1, _times(1.0), derived="threshold"),
+        Knob("auto_compact_token_limit", +1, _times(1.0), derived="threshold"),
         Knob("context_window", +1, _times(8)),
     ],
     "generic": [
@@ -195,6 +195,7 @@ class Explainer:
     def _explain_event(self, index: int, event: Any) -> Explanation | None:
         step = self.session.step_at(index)
         limit_known = True
+        by_user = False  # the user's own decision: no limit crossed, no setting avoids it
         if isinstance(event, FinalTurnForced):
             kind, reason = "final_turn", event.reason
             projected, limit = event.projected_tokens, event.limit_tokens
@@ -202,9 +203,14 @@ class Explainer:
             kind = "dropped_tool_output"
             reason = f"tool {event.tool or '?'} output of {event.tokens or '?'} tokens did not fit"
             projected, limit = event.projected_tokens, event.limit_tokens
+        elif isinstance(event, Compacted) and not event.failed and event.trigger == "manual":
+            kind, reason = "compaction", "manual compaction: the user's decision (/compact)"
+            projected, limit, limit_known, by_user = event.tokens_before, None, False, True
         elif isinstance(event, Compacted) and not event.failed:
             kind, reason = "compaction", f"{event.trigger} compaction"
-            projected = event.tokens_before
+            # the figure the agent compared with its limit, when replay knows it; else the
+            # context the compaction summarised
+            projected = self._crossed(step) or event.tokens_before
             limit = self.profile.threshold()
         elif isinstance(event, Pruned) and event.applied:
             recovered = event.tokens_recovered
@@ -233,6 +239,9 @@ class Explainer:
             projected = self._tokens_at(step, guard)
         if limit is None and limit_known:
             limit = parts["window"] - parts["buffer"] - parts["max_output"]
+        first = self._first_crossed(step, limit)
+        if first is None and projected is not None and limit is not None and projected >= limit:
+            first = step  # crossed by the agent's own figure, which no recorded step shows
         explanation = Explanation(
             step=step,
             event=kind,
@@ -240,15 +249,34 @@ class Explainer:
             projected_tokens=projected,
             limit_tokens=limit,
             limit_parts=parts,
-            first_crossed_step=self._first_crossed(step, limit),
+            first_crossed_step=first,
             counters=_counters(guard),
             contributors=self._contributors(step),
         )
+        if by_user:
+            return explanation
         if self.search and kind in _EVENT_KIND:
             self._find_avoiders(explanation, _EVENT_KIND[kind], arithmetic=logged)
         elif self.search and kind == "context_error" and projected and limit:
             self._window_above_provider(explanation, limit)
         return explanation
+
+    def _crossed(self, step: int) -> int | None:
+        """The figure the agent compared with its limit at ``step``, as replay under these
+        settings computes it with the agent's own arithmetic (when its policy gives it)."""
+        if not self.search:
+            return None
+        result = self._replay_as_is()
+        if result is None:
+            return None
+        return next(
+            (
+                d.figure
+                for d in result.decisions
+                if d.step == step and d.kind == "compaction" and d.figure is not None
+            ),
+            None,
+        )
 
     def _guard_before(self, index: int, step: int) -> GuardEvaluated | None:
         """The guard's evaluation that led to the event at ``index``: the last one before it
@@ -403,7 +431,10 @@ class Explainer:
     def _happens(result: ReplayResult | None, kind: str, step: int) -> bool:
         if result is None:
             return False
-        return any(d.kind == kind and d.step <= step for d in result.decisions)
+        # the user's own compactions are made whatever the settings: they are not this event
+        return any(
+            d.kind == kind and d.step <= step and d.detail != "manual" for d in result.decisions
+        )
 
     def _replay_as_is(self) -> ReplayResult | None:
         """The replay under the current settings (cached with the others)."""

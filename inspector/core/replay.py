@@ -70,6 +70,9 @@ class Decision:
     tokens_after: int | None = None
     detail: str = ""
     persistent: bool = True
+    # the figure the replayed agent compared with its limit, when its policy says (it can
+    # differ from tokens_before: the context acted on, or the recorded one where replay took it)
+    figure: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -423,6 +426,7 @@ def _replay(
                             result.tokens_after,
                             result.reason,
                             persistent,
+                            _figure(result),
                         )
                     )
                     if before is None:
@@ -566,11 +570,22 @@ def _answer_to_compaction_call(
     if recorded is None:
         return None
     by_user = recorded.detail == "manual"
-    if not by_user and not any(_KIND_OF_ACTION.get(r.action) == "compaction" for r in fired):
+    acted = next((r for r in fired if _KIND_OF_ACTION.get(r.action) == "compaction"), None)
+    if not by_user and acted is None:
         return None
     return Decision(
-        step, "compaction", recorded.tokens_before, recorded.tokens_after, recorded.detail
+        step,
+        "compaction",
+        recorded.tokens_before,
+        recorded.tokens_after,
+        recorded.detail,
+        figure=None if by_user or acted is None else _figure(acted),
     )
+
+
+def _figure(result: PolicyResult) -> int | None:
+    value = result.details.get("figure")
+    return value if isinstance(value, int) else None
 
 
 def _admitted_item(result: PolicyResult, original: ContextItem) -> ContextItem:

@@ -262,3 +262,41 @@ def test_every_run_reads_the_window_codex_reports(corpus: Path) -> None:
         assert loaded.format is codex.SPEC
         assert loaded.profile.context_window == 258_400
         assert loaded.profile.threshold() == 244_800  # 90% of the configured 272,000
+
+
+@pytest.mark.corpus
+def test_explain_names_the_figure_that_crossed(
+    corpus: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = rollout(corpus, AUTO)
+    assert (
+        main(["explain", "--json", "--set", "model_auto_compact_token_limit=60000", str(path)]) == 0
+    )
+    first, second = json.loads(capsys.readouterr().out)
+    # Codex's own figure (57,174 + its estimate of the awk output), not the summarised prompt
+    assert first["step"] == 8 and 61_900 < first["projected_tokens"] < 62_100
+    assert first["limit_tokens"] == 60_000 and first["first_crossed_step"] == 8
+    # the smallest limit that avoids it is one above the figure, and replay confirms it
+    (avoid,) = first["avoid"]
+    assert avoid["setting"] == "model_auto_compact_token_limit"
+    assert avoid["value"] == first["projected_tokens"] + 1
+    assert second["step"] == 14 and second["projected_tokens"] > 60_000
+    path = rollout(corpus, EXCEEDED)
+    assert (
+        main(["explain", "--json", "--set", "model_auto_compact_token_limit=50000", str(path)]) == 0
+    )
+    items = json.loads(capsys.readouterr().out)
+    assert [(e["step"], e["event"]) for e in items] == [
+        (8, "context_error"),
+        (9, "context_error"),
+        (10, "compaction"),
+        (15, "compaction"),
+        (20, "compaction"),
+    ]
+    assert items[0]["reason"] == f"refused by the provider: {REFUSAL} " + (
+        "Start a new thread or clear earlier history before retrying."
+    )
+    assert items[0]["projected_tokens"] is not None  # the refused request's figure, anchored
+    manual = items[2]
+    assert "the user's decision" in manual["reason"] and manual["avoid"] == []
+    assert all(e["projected_tokens"] >= 50_000 for e in items[3:])
