@@ -93,7 +93,7 @@ KNOBS: dict[str, list[Knob]] = {
         Knob("context_window", +1, _times(8)),
     ],
     "codex": [
-        Knob("auto_compact_token_limit", +1, _times(1.0), derived="threshold"),
+        Knob("model_auto_compact_token_limit", +1, _times(1.0), derived="threshold"),
         Knob("context_window", +1, _times(8)),
     ],
     "generic": [
