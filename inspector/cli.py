@@ -2,12 +2,15 @@
 
 Headless commands never import Textual. Errors the user can act on are printed as one line on
 stderr with exit code 2; nothing else is caught here, so a real bug still shows its traceback.
+
+Everything printed goes through two functions, :func:`_emit` (results, as JSON, CSV or Rich
+tables) and :func:`_fail` (errors), which make the text of inputs safe for a terminal with
+:mod:`inspector.safe_text`: no escape sequence or invisible character of an input reaches it.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,6 +18,7 @@ from typing import Any
 
 from inspector import __version__
 from inspector.errors import InspectorError
+from inspector.safe_text import json_text, safe_data, visible
 
 COMMANDS = ("stats", "replay", "diff", "explain", "sweep", "profiles", "formats", "demo")
 
@@ -156,8 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             return _open(build_open_parser().parse_args(args_list))
         except InspectorError as exc:
-            print(f"ctx-inspect: {exc.one_line()}", file=sys.stderr)
-            return exc.exit_code
+            return _fail(exc)
     parser = build_parser()
     args = parser.parse_args(args_list)
     if args.command is None:
@@ -173,12 +176,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _formats(args)
         return _demo(args)
     except InspectorError as exc:
-        print(f"ctx-inspect: {exc.one_line()}", file=sys.stderr)
-        return exc.exit_code
+        return _fail(exc)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         return 0
+
+
+def _fail(exc: InspectorError) -> int:
+    """The error on one line of standard error (its paths and quoted input made safe)."""
+    print(f"ctx-inspect: {visible(exc.one_line(), keep_layout=False)}", file=sys.stderr)
+    return exc.exit_code
 
 
 def _profile_factory(args: argparse.Namespace) -> Any:
@@ -213,7 +221,7 @@ def _stats(args: argparse.Namespace) -> int:
             RunFacts(path=loaded.name, format=loaded.format.name, tokenizer=loaded.tokenizer_label),
         )
         results.append(summary)
-    _emit(results, args.json, _render_stats)
+    _emit(results, args.json, "render_stats")
     return 0
 
 
@@ -241,7 +249,7 @@ def _follow_stats(args: argparse.Namespace) -> int:
             calibrate(profile, session),
             RunFacts(path=str(path), format=spec.name, tokenizer=counter.info.label),
         )
-        _emit([summary], args.json, _render_stats)
+        _emit([summary], args.json, "render_stats")
         if not args.json:
             print(flush=True)
         sys.stdout.flush()
@@ -266,48 +274,41 @@ def _forced(args: argparse.Namespace, path: Path) -> Any:
 
 
 def _engine(args: argparse.Namespace) -> int:
-    from inspector import commands, render
+    from inspector import commands
 
     if args.command == "replay":
-        _emit(commands.run_replay(args), args.json, render.render_replay)
+        _emit(commands.run_replay(args), args.json, "render_replay")
     elif args.command == "diff":
         rows = commands.run_diff(args)
-        _emit(rows, args.json, lambda out, d: render.render_diff(out, d, full=args.full))
+        _emit(rows, args.json, "render_diff", full=args.full)
     elif args.command == "explain":
-        items = commands.run_explain(args)
-        if args.json:
-            sys.stdout.write(json.dumps(items, ensure_ascii=False) + "\n")
-        else:
-            render.render_explain(render.console(), items)
+        _emit([commands.run_explain(args)], args.json, "render_explain")
     else:
         table = commands.run_sweep(args)
-        if args.json:
-            sys.stdout.write(json.dumps(table, ensure_ascii=False) + "\n")
-        elif args.csv:
-            render.write_sweep_csv(sys.stdout, table)
+        if args.csv and not args.json:
+            from inspector.render import write_sweep_csv
+
+            write_sweep_csv(sys.stdout, safe_data(table))
         else:
-            render.render_sweep(render.console(), table)
+            _emit([table], args.json, "render_sweep")
     return 0
 
 
-def _emit(results: list[dict[str, Any]], as_json: bool, render: Any) -> None:
+def _emit(results: list[Any], as_json: bool, renderer: str, **options: Any) -> None:
+    """Every result printed: one JSON line each (strings escaped where a terminal would act on
+    them), or by ``inspector.render``'s function ``renderer`` onto a Rich console, with every
+    string made visible before it is laid out."""
     if as_json:
         for result in results:
-            sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
+            sys.stdout.write(json_text(result, default=str) + "\n")
         return
-    from inspector.render import console
+    from inspector import render
 
-    out = console()
+    out = render.console()
     for i, result in enumerate(results):
         if i:
             out.print()
-        render(out, result)
-
-
-def _render_stats(out: Any, summary: dict[str, Any]) -> None:
-    from inspector.render import render_stats
-
-    render_stats(out, summary)
+        getattr(render, renderer)(out, safe_data(result), **options)
 
 
 def _profiles(args: argparse.Namespace) -> int:
@@ -316,12 +317,7 @@ def _profiles(args: argparse.Namespace) -> int:
 
     names = [args.profile] if args.profile else list(PROFILE_NAMES)
     rows = [build_profile(name, args.config, args.sets).settings() for name in names]
-    if args.json:
-        sys.stdout.write(json.dumps(rows, ensure_ascii=False, default=str) + "\n")
-        return 0
-    from inspector.render import console, render_profiles
-
-    render_profiles(console(), rows)
+    _emit([rows], args.json, "render_profiles")
     return 0
 
 
@@ -337,12 +333,7 @@ def _formats(args: argparse.Namespace) -> int:
         }
         for f in all_formats()
     ]
-    if args.json:
-        sys.stdout.write(json.dumps(rows, ensure_ascii=False) + "\n")
-        return 0
-    from inspector.render import console, render_formats
-
-    render_formats(console(), rows)
+    _emit([rows], args.json, "render_formats")
     return 0
 
 

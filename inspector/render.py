@@ -1,7 +1,10 @@
 """Headless output: Rich tables for the terminal, plain text when piped. Never imports Textual.
 
 Transcript-derived strings are wrapped in ``Text`` objects, so markup-like content is printed
-as it is, never interpreted.
+as it is, never interpreted. The CLI hands every renderer data whose strings are already made
+visible (``inspector.safe_text.safe_data``), so tables are laid out on the safe forms; the
+console of :func:`console` checks once more every piece of text it writes and shows any
+control, format or invisible character that got there some other way.
 """
 
 from __future__ import annotations
@@ -10,9 +13,38 @@ import os
 import sys
 from typing import Any
 
-from rich.console import Console
+from rich.console import (
+    Console,
+    ConsoleOptions,
+    ConsoleRenderable,
+    RenderableType,
+    RenderHook,
+    RenderResult,
+)
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
+
+from inspector.safe_text import is_safe, visible
+
+
+class _Visible:
+    """A renderable whose segments' text is made visible (our own control segments pass)."""
+
+    def __init__(self, renderable: RenderableType) -> None:
+        self.renderable = renderable
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for segment in console.render(self.renderable, options):
+            if segment.control or is_safe(segment.text):
+                yield segment
+            else:
+                yield Segment(visible(segment.text), segment.style)
+
+
+class _ShowControls(RenderHook):
+    def process_renderables(self, renderables: list[ConsoleRenderable]) -> list[ConsoleRenderable]:
+        return [_Visible(renderable) for renderable in renderables]
 
 
 def console() -> Console:
@@ -20,7 +52,7 @@ def console() -> Console:
     width = None
     if not sys.stdout.isatty() and "COLUMNS" not in os.environ:
         width = 160  # piped: wide enough for the widest tables
-    return Console(
+    out = Console(
         file=sys.stdout,
         width=width,
         highlight=False,
@@ -29,6 +61,8 @@ def console() -> Console:
         emoji=False,
         markup=False,
     )
+    out.push_render_hook(_ShowControls())
+    return out
 
 
 def _n(value: Any) -> str:

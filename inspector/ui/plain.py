@@ -4,11 +4,13 @@ This is the one place that turns text from a transcript into something the scree
 
 - no markup is interpreted: we only ever build ``Text(...)`` from strings, never
   ``Text.from_markup``, so ``[bold]x[/bold]`` is shown as those characters;
-- control characters are shown visibly and never reach the terminal: C0 controls as their
-  Unicode control pictures (ESC ``\\x1b`` → ``␛``, BEL → ``␇``, NUL → ``␀``, CR → ``␍``), DEL as
-  ``␡``, and C1 controls, line/paragraph separators, bidirectional overrides and lone surrogates
-  as ``⟨U+XXXX⟩``; a whole escape sequence such as ``\\x1b[31m`` or an OSC 8 hyperlink is
-  therefore displayed character by character, with no colour and no link;
+- control, format and invisible characters are shown visibly and never reach the terminal, with
+  the forms of :mod:`inspector.safe_text` (the boundary headless output uses too): C0 controls as
+  their Unicode control pictures (ESC ``\\x1b`` → ``␛``, BEL → ``␇``, NUL → ``␀``, CR → ``␍``),
+  DEL as ``␡``, and C1 controls, bidirectional overrides, zero-width and tag characters, line and
+  paragraph separators and lone surrogates as ``⟨U+XXXX⟩``; a whole escape sequence such as
+  ``\\x1b[31m`` or an OSC 8 hyperlink is therefore displayed character by character, with no
+  colour and no link;
 - tabs are expanded to spaces (``tab_size``), newlines separate lines;
 - long lines are either wrapped to a width (:func:`wrap`) or cut with an explicit count of what
   was left out (:func:`one_line`, :func:`to_text`).
@@ -27,60 +29,18 @@ from rich.cells import cell_len, chop_cells, get_character_cell_size, set_cell_s
 from rich.style import Style
 from rich.text import Text
 
+from inspector.safe_text import restore, visible, visible_form
+
+__all__ = ["ELLIPSIS", "fit", "lines", "one_line", "restore", "sanitize_line", "to_text", "visible"]
+
 ELLIPSIS = "…"
-
-# Invisible characters that reorder or break lines: bidi marks, embeddings, overrides and
-# isolates ("trojan source"), the line and paragraph separators, and the byte order mark.
-_BIDI_AND_SEPARATORS = (
-    *(0x061C, 0x200E, 0x200F, 0x2028, 0x2029, 0xFEFF),
-    *range(0x202A, 0x202F),
-    *range(0x2066, 0x206A),
-)
-
-
-def _build_forms() -> dict[str, str]:
-    forms: dict[str, str] = {chr(code): chr(0x2400 + code) for code in range(0x20)}
-    forms["\x7f"] = "\u2421"  # ␡
-    hex_coded = [*range(0x80, 0xA0), *_BIDI_AND_SEPARATORS, *range(0xD800, 0xE000)]
-    forms.update({chr(code): f"⟨U+{code:04X}⟩" for code in hex_coded})
-    return forms
-
-
-VISIBLE_FORMS: dict[str, str] = _build_forms()
-"""Every character we never send to the terminal, and the visible form shown instead.
-Includes ``\\n`` (``␊``) and ``\\t`` (``␉``), which multi-line text keeps as line breaks and
-expands to spaces instead."""
-
-_FROM_VISIBLE: dict[str, str] = {form: char for char, form in VISIBLE_FORMS.items()}
-_OTHER = r"\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff\ud800-\udfff"
-_ESCAPED_KEEP_LAYOUT = re.compile(rf"[\x00-\x08\x0b-\x1f{_OTHER}]")
-_ESCAPED_ALL = re.compile(rf"[\x00-\x1f{_OTHER}]")
-_VISIBLE = re.compile(r"⟨U\+[0-9A-F]{4}⟩|[\u2400-\u2421]")
-
-
-def _form(match: re.Match[str]) -> str:
-    return VISIBLE_FORMS[match.group()]
-
-
-def visible(text: str, *, keep_layout: bool = True) -> str:
-    """``text`` with every control character replaced by its visible form.
-
-    With ``keep_layout`` newlines and tabs are left as they are (for :func:`lines` and
-    :func:`sanitize_line`); without it they become ``␊`` and ``␉`` too.
-    """
-    pattern = _ESCAPED_KEEP_LAYOUT if keep_layout else _ESCAPED_ALL
-    return pattern.sub(_form, text)
-
-
-def restore(text: str) -> str:
-    """The inverse of :func:`visible` (both modes) on text that had no visible forms already."""
-    return _VISIBLE.sub(lambda match: _FROM_VISIBLE.get(match.group(), match.group()), text)
+NEWLINE_FORM = visible_form("\n")  # ␊
 
 
 def sanitize_line(line: str, *, tab_size: int = 4) -> str:
     """One line (no newline inside) made safe: controls visible, tabs expanded."""
     if "\n" in line:
-        line = line.replace("\n", VISIBLE_FORMS["\n"])
+        line = line.replace("\n", NEWLINE_FORM)
     return visible(line).expandtabs(tab_size)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import App, ComposeResult
 
-from inspector.ui.widgets.header_bar import HeaderBar, shorten_left, visible
+from inspector.ui.widgets.header_bar import HeaderBar, shorten_left
 
 LONG = "/home/user/projects/agents/runs/2024-11-21/a-session-with-a-long-name.jsonl"
 
@@ -98,5 +98,12 @@ def test_shorten_left() -> None:
     assert shorten_left("abcdef", 1) == "…"
 
 
-def test_control_characters_are_shown() -> None:
-    assert visible("a\tb\x7f\x9b") == "a␉b␡\\x9b"
+async def test_control_characters_in_the_fields_are_shown() -> None:
+    app = HeaderApp()
+    async with app.run_test(size=(200, 5)):
+        header = app.query_one(HeaderBar)
+        show(header, file="a\tb\x7f\x9b.log", model="m\x1b]0;t\x07\u202e", what_if="w\u200b")
+        text = "\n".join(lines(header))
+        assert "a␉b␡⟨U+009B⟩.log" in text
+        assert "m␛]0;t␇⟨U+202E⟩" in text
+        assert "WHAT-IF w⟨U+200B⟩" in text

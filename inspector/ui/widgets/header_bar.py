@@ -8,25 +8,14 @@ from rich.text import Text
 from textual.geometry import Size
 from textual.widget import Widget
 
+from inspector.safe_text import visible
 from inspector.ui.widgets.zone_gauge import badge, rich_color
 
 SEP = "  ·  "
 
 
-def visible(text: str) -> str:
-    """``text`` with control characters shown as symbols (␛, ␤, ␡ ...), never interpreted."""
-    out = []
-    for char in text:
-        code = ord(char)
-        if code < 0x20:
-            out.append(chr(0x2400 + code))
-        elif code == 0x7F:
-            out.append("␡")
-        elif 0x80 <= code < 0xA0:
-            out.append(f"\\x{code:02x}")
-        else:
-            out.append(char)
-    return "".join(out)
+def _line(text: str) -> str:
+    return visible(text, keep_layout=False)
 
 
 def shorten_left(text: str, cells: int) -> str:
@@ -110,13 +99,13 @@ class HeaderBar(Widget):
             window,
             f"tokenizer {self.tokenizer}",
         ]
-        return visible(SEP.join(fields))
+        return _line(SEP.join(fields))
 
     def _head(self) -> Text:
         head = Text()
         if self.what_if:
             accent = rich_color(self, "accent", "warning")
-            head.append_text(badge(f"WHAT-IF {visible(self.what_if)}", accent, self))
+            head.append_text(badge(f"WHAT-IF {_line(self.what_if)}", accent, self))
             head.append(" ")
         return head
 
@@ -125,11 +114,11 @@ class HeaderBar(Widget):
             return Text("saved file", Style(dim=True))
         names = ("success",) if self.follow == "following" else ("warning", "accent")
         glyph = "●" if self.follow == "following" else "◌"
-        return Text(f"{glyph} {visible(self.follow)}", Style(color=rich_color(self, *names)))
+        return Text(f"{glyph} {_line(self.follow)}", Style(color=rich_color(self, *names)))
 
     def _lines(self, width: int) -> list[Text]:
         head, follow, details = self._head(), self._follow(), self._details()
-        file = visible(self.file)
+        file = _line(self.file)
         fixed = head.cell_len + cell_len(SEP) * 2 + follow.cell_len + cell_len(details)
         if fixed + cell_len(file) <= width:
             line = head + Text(file, Style(bold=True)) + SEP + details + SEP + follow
