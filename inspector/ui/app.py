@@ -17,6 +17,7 @@ from textual import work
 from textual.app import App
 from textual.binding import Binding
 from textual.message import Message as TextualMessage
+from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen
 from textual.worker import Worker, WorkerState
 
@@ -27,6 +28,7 @@ from inspector.core.tokens import TokenCounter
 from inspector.errors import InspectorError
 from inspector.formats.base import Parser
 from inspector.formats.registry import FormatSpec
+from inspector.ui import plain
 from inspector.ui.commands import InspectorCommands
 from inspector.ui.screens.dashboard import DashboardScreen
 from inspector.ui.screens.events import EventsScreen
@@ -234,6 +236,26 @@ class InspectorApp(App[None]):
             self.load_error = text
             self.notify(text, title="cannot open", severity="error", timeout=30)
             self.post_message(SessionsChanged())
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Every notification (the screens' too) is plain text: an error quoting a path or a
+        transcript is never read as markup, and its control characters are shown, not sent.
+        ``markup`` is accepted for Textual's signature and ignored."""
+        super().notify(
+            plain.visible(message),
+            title=plain.visible(title, keep_layout=False),
+            severity=severity,
+            timeout=timeout,
+            markup=False,
+        )
 
     def _flush_live(self) -> None:
         if self._dirty:

@@ -2,7 +2,9 @@
 
 The commands are generated from the bindings (the app's, each view's, and the screen the palette
 was opened from), so a key added anywhere is a palette command too; a few commands have no key of
-their own (a session or a theme by name).
+their own (a session or a theme by name). A session's title comes from its input (a file name,
+a sub-agent id, a session title): the palette shows every title as plain text, never as markup,
+its control characters visible.
 """
 
 from __future__ import annotations
@@ -14,8 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 from textual.binding import Binding, BindingType
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.content import Content
 from textual.dom import DOMNode
+from textual.fuzzy import Matcher
 from textual.screen import Screen
+
+from inspector.ui import plain
 
 if TYPE_CHECKING:
     from inspector.ui.app import InspectorApp
@@ -67,7 +73,9 @@ def palette_commands(app: InspectorApp, screen: Screen[Any] | None = None) -> li
     for index, state in enumerate(app.states):
         out.append(
             PaletteCommand(
-                f"Session {index + 1}: {state.name}", "show this session", f"show_session({index})"
+                f"Session {index + 1}: {plain.one_line(state.name)}",
+                "show this session",
+                f"show_session({index})",
             )
         )
     for name in app.theme_names():
@@ -112,11 +120,23 @@ class InspectorCommands(Provider):
 
     async def discover(self) -> Hits:
         for command, run in self._commands():
-            yield DiscoveryHit(command.title, run, help=command.help)
+            yield DiscoveryHit(Content(command.title), run, command.title, command.help)
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
         for command, run in self._commands():
             score = matcher.match(command.title)
             if score > 0:
-                yield Hit(score, matcher.highlight(command.title), run, help=command.help)
+                shown = highlighted(matcher, command.title)
+                yield Hit(score, shown, run, command.title, command.help)
+
+
+def highlighted(matcher: Matcher, title: str) -> Content:
+    """``title`` as plain content with the letters ``matcher`` matched highlighted (Textual's
+    own ``Matcher.highlight`` would read the title as markup)."""
+    content = Content(title)
+    _score, offsets = matcher.fuzzy_search.match(matcher.query, title)
+    for offset in offsets:
+        if not title[offset].isspace():
+            content = content.stylize(matcher.match_style, offset, offset + 1)
+    return content

@@ -30,9 +30,10 @@ HOSTILE_STRINGS = {
     "selectors": "x\ufe0f\ufe0f\U000e0100",
     "markup": "[/] [bold red]markup[/bold red] [link=http://x]l[/link] [@click=app.quit]q[/]",
 }
-HOSTILE = "".join(HOSTILE_STRINGS.values())
+# (ending with an escape sequence: a label cut to its end still holds one)
+HOSTILE = "".join(HOSTILE_STRINGS.values()) + "\x1b]0;end\x07"
 # for names of files and folders: no "/" nor NUL (so no closing markup tag), short enough
-HOSTILE_NAME = "\x1b]0;t\x07\x1b[31m\x9b\x9d\u202e\u200b\U000e0041[b]\x07\x08\r[@click=app.quit]"
+HOSTILE_NAME = "[b][@click=app.quit]\u202e\u200b\U000e0041\x9b\x9d\x1b[31m\x1b]0;t\x07"
 
 # what must never reach a terminal from an input: C0 controls (newline and tab are layout), DEL,
 # C1, and every format, separator or surrogate character; and runs of variation selectors

@@ -146,7 +146,7 @@ def test_errors_naming_a_hostile_path_are_safe(
     flags = ["--json"] if as_json else []
     missing = tmp_path / f"missing{HOSTILE_NAME}.jsonl"
     err = one_line_error(capsysbinary, "stats", *flags, str(missing))
-    assert "not found" in err and "missing␛]0;t␇" in err
+    assert "not found" in err and "⟨U+009D⟩␛[31m␛]0;t␇.jsonl" in err
     binary = tmp_path / f"binary{HOSTILE_NAME}.dat"
     binary.write_bytes(b"\x00\x01\x02\xff" * 300)
     assert "binary" in one_line_error(capsysbinary, "explain", *flags, str(binary))
@@ -171,4 +171,4 @@ def test_the_console_shows_controls_it_is_given_directly(
     written = capsysbinary.readouterr().out.decode("utf-8")
     assert OUR_STYLES.search(written)
     assert leaks(OUR_STYLES.sub("", written)) == []
-    assert "␛]52;c;" in written and "tool␛]0;t" in written  # (Rich's Text drops BEL itself)
+    assert "␛]52;c;" in written and "␛[31m␛]0;t" in written  # (Rich's Text drops BEL)

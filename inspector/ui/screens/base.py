@@ -11,7 +11,8 @@ from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from inspector.ui.widgets.header_bar import HeaderBar
+from inspector.ui import plain
+from inspector.ui.widgets.header_bar import HeaderBar, shorten_left
 
 if TYPE_CHECKING:
     from inspector.ui.app import InspectorApp
@@ -24,7 +25,7 @@ class SessionTabs(Static):
     def show(self, names: list[str], active: int) -> None:
         text = Text()
         for i, name in enumerate(names):
-            label = f" {i + 1}:{_short(name)} "
+            label = f" {i + 1}:{shorten_left(plain.one_line(name), 28)} "
             text.append(label, style="reverse" if i == active else "")
         self.update(text)
         self.display = len(names) > 1
@@ -66,7 +67,7 @@ class SessionScreen(Screen[None]):
         state = app.state
         if state is None:
             message = "loading…" if app.loading else (app.load_error or "no session to show")
-            status.update(Text(message))
+            status.update(Text(plain.one_line(message)))
             status.display = True
             return
         status.display = False
@@ -97,7 +98,3 @@ class SessionScreen(Screen[None]):
 def _model(state: SessionState) -> str | None:
     value = state.session.info.get("model")
     return value if isinstance(value, str) else None
-
-
-def _short(name: str, width: int = 28) -> str:
-    return name if len(name) <= width else "…" + name[-(width - 1) :]

@@ -245,7 +245,7 @@ class TuneScreen(SessionScreen):
         with Horizontal(id="tune"):
             with VerticalScroll(id="tune-form"):
                 title = f"settings of {profile.name}" if profile else "no session"
-                yield Label(title, id="tune-form-title")
+                yield Label(Text(title), id="tune-form-title")
                 for setting in self.settings:
                     value = self.prefill.get(setting.name, getattr(profile, setting.name))
                     with Horizontal(classes="field", id=f"field-{setting.name}"):
@@ -280,9 +280,8 @@ class TuneScreen(SessionScreen):
 
     def refresh_body(self, state: SessionState) -> None:
         if state is not self.state:
-            self.query_one("#tune-status", Static).update(
-                Text(f"tuning {self.state.name if self.state else '-'} (opened from it)")
-            )
+            name = plain.one_line(self.state.name) if self.state else "-"
+            self.query_one("#tune-status", Static).update(Text(f"tuning {name} (opened from it)"))
 
     # -- the form --------------------------------------------------------------------------
 
@@ -326,7 +325,7 @@ class TuneScreen(SessionScreen):
         for setting in self.settings:
             message = errors.get(setting.name, "")
             widget = self.query_one(f"#err-{setting.name}", Static)
-            widget.update(Text(message))
+            widget.update(Text(plain.one_line(message)))
             widget.set_class(bool(message), "shown")
             field = self.query_one(f"#field-{setting.name}")
             field.set_class(setting.name in changes, "changed")
@@ -674,7 +673,7 @@ class SweepForm(ModalScreen["list[str] | None"]):
         try:
             self.check(lines)
         except ConfigError as exc:
-            self.query_one("#sweep-error", Static).update(Text(exc.one_line()))
+            self.query_one("#sweep-error", Static).update(Text(plain.one_line(exc.one_line())))
             return
         self.dismiss(lines)
 
