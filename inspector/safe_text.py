@@ -69,8 +69,6 @@ HEX_CODED: tuple[tuple[int, int], ...] = (
     (0xE0000, 0xE0FFF),  # tag characters, variation selectors supplement, reserved
 )
 
-_PRESENTATION_SELECTORS = "\ufe0e\ufe0f"
-
 
 def _class(ranges: tuple[tuple[int, int], ...]) -> str:
     return "".join(
@@ -80,13 +78,43 @@ def _class(ranges: tuple[tuple[int, int], ...]) -> str:
 
 
 _HIDDEN = _class(HEX_CODED)
-_NO_GLYPH = rf"\x00-\x20\x7f{_HIDDEN}"  # what a kept presentation selector may not follow
-# a presentation selector is kept only after a character that draws something
-_SELECTOR_ALONE = rf"(?<![^{_NO_GLYPH}])[{_PRESENTATION_SELECTORS}]"
-_OTHER = _class(tuple(r for r in HEX_CODED if r != (0xFE00, 0xFE0F))) + r"\ufe00-\ufe0d\x7f"
-_UNSAFE_KEEP_LAYOUT = re.compile(rf"[\x00-\x08\x0b-\x1f{_OTHER}]|{_SELECTOR_ALONE}")
-_UNSAFE_ALL = re.compile(rf"[\x00-\x1f{_OTHER}]|{_SELECTOR_ALONE}")
+# the presentation selectors U+FE0E and U+FE0F are found by _SELECTOR_ALONE instead
+_REPLACED = tuple((low, 0xFE0D) if low == 0xFE00 else (low, high) for low, high in HEX_CODED)
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+
+
+_Patterns = tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]
+
+
+def _patterns(controls: str, ranges: tuple[tuple[int, int], ...] = _REPLACED) -> _Patterns:
+    """For ASCII text, for text with no character beyond U+FFFF, and for any text (a class
+    with characters beyond U+FFFF is several times slower to scan, and such text is rare)."""
+    bmp = _class(tuple(r for r in ranges if r[1] <= 0xFFFF))
+    return (
+        re.compile(f"[{controls}\x7f]"),
+        re.compile(f"[{controls}\x7f{bmp}]"),
+        re.compile(f"[{controls}\x7f{_class(ranges)}]"),
+    )
+
+
+_KEEP_LAYOUT = _patterns(r"\x00-\x08\x0b-\x1f")
+_ALL = _patterns(r"\x00-\x1f")
+_JSON = _patterns(r"\x00-\x08\x0b-\x1f", HEX_CODED)  # every selector too
+# a presentation selector after nothing, or after a character that draws nothing
+_SELECTOR_ALONE = re.compile(f"[\ufe0e\ufe0f](?<![^\\x00-\\x20\\x7f{_HIDDEN}].)")
 _VISIBLE = re.compile(r"⟨U\+([0-9A-F]{4,6})⟩|[\u2400-\u241f\u2421]")
+
+
+def _unsafe(text: str, patterns: _Patterns) -> re.Pattern[str]:
+    """The one of ``patterns`` to scan ``text`` with."""
+    ascii_only, bmp, full = patterns
+    if text.isascii():
+        return ascii_only
+    return bmp if _ASTRAL.search(text) is None else full
+
+
+def _has_selector(text: str) -> bool:
+    return "\ufe0f" in text or "\ufe0e" in text
 
 
 def visible_form(char: str) -> str:
@@ -109,14 +137,16 @@ def visible(text: str, *, keep_layout: bool = True) -> str:
     With ``keep_layout`` newlines and tabs are left as they are; without it they become ``␊``
     and ``␉`` too (for text that must stay on one line).
     """
-    pattern = _UNSAFE_KEEP_LAYOUT if keep_layout else _UNSAFE_ALL
-    return pattern.sub(_form, text)
+    if _has_selector(text):  # first: what precedes a selector is still as it was
+        text = _SELECTOR_ALONE.sub(_form, text)
+    return _unsafe(text, _KEEP_LAYOUT if keep_layout else _ALL).sub(_form, text)
 
 
 def is_safe(text: str, *, keep_layout: bool = True) -> bool:
     """Whether :func:`visible` would leave ``text`` as it is."""
-    pattern = _UNSAFE_KEEP_LAYOUT if keep_layout else _UNSAFE_ALL
-    return pattern.search(text) is None
+    if _has_selector(text) and _SELECTOR_ALONE.search(text):
+        return False
+    return _unsafe(text, _KEEP_LAYOUT if keep_layout else _ALL).search(text) is None
 
 
 def _restored(match: re.Match[str]) -> str:
@@ -156,10 +186,11 @@ def _json_escape(match: re.Match[str]) -> str:
 
 def json_text(value: Any, **options: Any) -> str:
     """``json.dumps(value, ensure_ascii=False, **options)`` with every character that
-    :func:`visible` would replace written as a ``\\uXXXX`` escape (``json.dumps`` escapes the
-    C0 controls itself, but not C1, DEL, format characters or lone surrogates). The result is
-    the same JSON (it decodes to the same strings) and prints safely on a terminal."""
+    :func:`visible` may replace written as a ``\\uXXXX`` escape (``json.dumps`` escapes the C0
+    controls itself, but not C1, DEL, format characters or lone surrogates), every variation
+    selector included (JSON is read by programs: no emoji to keep whole). The result is the
+    same JSON (it decodes to the same strings) and prints safely on a terminal."""
     text = json.dumps(value, ensure_ascii=False, **options)
     # outside strings json.dumps writes only ASCII, and its C0 escapes are already done: what
     # is left to escape is inside strings, where a \\uXXXX escape is always valid
-    return _UNSAFE_KEEP_LAYOUT.sub(_json_escape, text)
+    return _unsafe(text, _JSON).sub(_json_escape, text)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -172,3 +173,41 @@ def test_the_console_shows_controls_it_is_given_directly(
     assert OUR_STYLES.search(written)
     assert leaks(OUR_STYLES.sub("", written)) == []
     assert "␛]52;c;" in written and "␛[31m␛]0;t" in written  # (Rich's Text drops BEL)
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_stats_follow_shows_controls(tmp_path: Path, as_json: bool) -> None:
+    """``stats --follow`` prints each summary through the same boundary."""
+    import queue
+    import signal
+    import subprocess
+    import sys
+    import threading
+
+    path = native_file(tmp_path)
+    flags = ["--json"] if as_json else []
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "inspector", "stats", "--follow", *flags, "--no-exact", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    lines: queue.Queue[bytes] = queue.Queue()
+    assert proc.stdout is not None and proc.stderr is not None
+
+    def read(stream: IO[bytes]) -> None:
+        for line in stream:
+            lines.put(line)
+
+    threading.Thread(target=read, args=(proc.stdout,), daemon=True).start()
+    seen = b""
+    try:
+        while b"zone crossings" not in seen and b'"zone_crossings"' not in seen:
+            seen += lines.get(timeout=60)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=20)
+    err = proc.stderr.read()
+    assert b"Traceback" not in err
+    text = seen.decode("utf-8")
+    assert leaks(text) == []
+    assert ("\\u001b]52;c;" if as_json else "␛]52;c;") in text

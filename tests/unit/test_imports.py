@@ -34,6 +34,7 @@ def _loaded_after(code: str) -> set[str]:
         "inspector.core.replay",
         "inspector.core.explain",
         "inspector.loader",
+        "inspector.safe_text",
     ],
 )
 def test_core_formats_and_sources_load_neither_textual_nor_rich(module: str) -> None:

@@ -103,3 +103,8 @@ def test_safe_data_reaches_keys_and_nested_values() -> None:
         "n": None,
         "f": 1.5,
     }
+
+
+def test_json_text_escapes_every_selector() -> None:
+    text = safe_text.json_text(["⚠\ufe0f", "\ufe0f"])
+    assert text == '["⚠\\ufe0f", "\\ufe0f"]'
