@@ -81,6 +81,8 @@ def native_records(h: str = HOSTILE) -> list[dict[str, Any]]:
             "producer": "ctx-inspect " + h,
             "source": "run" + h,
             "profile": "generic",
+            # an export of ours names the settings it was made with: text ones too
+            "settings": {"context_window": 4000, "description": h, "encoding": "enc" + h},
         },
         {
             "type": "info",

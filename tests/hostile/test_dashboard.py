@@ -100,6 +100,11 @@ async def test_every_screen_shows_the_input_safely(inputs: dict[str, Path], sour
         await walk.press("U")
         await walk.until(lambda: isinstance(app.screen, TuneScreen) and app.screen.result)
         await walk.check("tune")
+        tune = app.screen
+        assert isinstance(tune, TuneScreen) and app.state is not None
+        assert tune.changes == {}  # the fields read back as the values they show
+        if source == "native":  # the export's own settings, a text one among them
+            assert app.state.profile.encoding == "enc" + HOSTILE
         await walk.press("right_square_bracket")  # tune names the session it was opened from
         await walk.check("tune, another session shown")
         await walk.press("escape")

@@ -15,11 +15,20 @@ from inspector.ui.screens.tune_screen import (
     SweepForm,
     TuneScreen,
     as_sets,
+    field_text,
     parse_value,
     settings_of,
 )
 from inspector.ui.widgets.curve_compare import CurveCompare, CurvePoint
 from tests.ui.test_diff_screen import SIZE, loaded, make_chat, open_app, wait_for
+
+
+def test_a_text_setting_shows_its_controls_and_reads_them_back() -> None:
+    value = "enc\x1b]0;t\x07\u202e"
+    shown = field_text(value)
+    assert shown == "enc␛]0;t␇⟨U+202E⟩"
+    assert parse_value(Setting("encoding", str, True), shown) == value
+    assert field_text(12_000) == "12000" and field_text(None) == ""
 
 
 async def tuned(pilot: Pilot[None]) -> TuneScreen:

@@ -102,6 +102,13 @@ def show_value(value: Any) -> str:
     return str(value)
 
 
+def field_text(value: Any) -> str:
+    """A setting's value as its field shows it: a text setting may come from the input (an
+    export names the settings it was made with), so its control characters are shown
+    (:func:`parse_value` reads them back)."""
+    return plain.visible(show_value(value), keep_layout=False)
+
+
 def parse_value(setting: Setting, raw: str) -> Any:
     """The typed value of a field, or ValueError with what was expected."""
     text = raw.strip()
@@ -129,7 +136,7 @@ def parse_value(setting: Setting, raw: str) -> Any:
         if not math.isfinite(value):
             raise ValueError("expected a finite number")
         return value
-    return raw
+    return plain.restore(raw)
 
 
 def explicit(profile: Profile) -> dict[str, Any]:
@@ -250,7 +257,7 @@ class TuneScreen(SessionScreen):
                     value = self.prefill.get(setting.name, getattr(profile, setting.name))
                     with Horizontal(classes="field", id=f"field-{setting.name}"):
                         yield Label(setting.name)
-                        yield Input(show_value(value), compact=True, id=f"set-{setting.name}")
+                        yield Input(field_text(value), compact=True, id=f"set-{setting.name}")
                     yield Static(classes="field-error", id=f"err-{setting.name}")
                 yield Static(FORM_HELP, id="tune-help")
             with Vertical(id="tune-results"):
