@@ -192,29 +192,67 @@ def _profile_factory(args: argparse.Namespace) -> Any:
 
 
 def _stats(args: argparse.Namespace) -> int:
+    """Each session's summary is printed as soon as it is read (a folder of thousands of
+    sessions streams, holding one at a time); a session that cannot be read is reported on
+    one line of stderr where it comes, the others are still read, and the exit code is 2."""
     from inspector.core.stats import RunFacts, summarize
-    from inspector.loader import open_inputs
+    from inspector.loader import FailedInput, iter_inputs
 
     if args.follow:
         return _follow_stats(args)
-    results = []
-    opened = open_inputs(
+    printer = _Printer(args.json, _render_stats)
+    failed = 0
+    for loaded in iter_inputs(
         args.files,
         _profile_factory(args),
         format_name=args.format_name,
         count_exact=not args.no_exact,
         merge=args.merge,
         tokenize=not args.no_exact,
-    )
-    for loaded in opened:
-        summary = summarize(
-            loaded.session,
-            loaded.profile,
-            RunFacts(path=loaded.name, format=loaded.format.name, tokenizer=loaded.tokenizer_label),
+    ):
+        if isinstance(loaded, FailedInput):
+            failed += 1
+            printer.fail(loaded.error)
+            continue
+        printer.show(
+            summarize(
+                loaded.session,
+                loaded.profile,
+                RunFacts(
+                    path=loaded.name, format=loaded.format.name, tokenizer=loaded.tokenizer_label
+                ),
+            )
         )
-        results.append(summary)
-    _emit(results, args.json, _render_stats)
-    return 0
+    return 2 if failed else 0
+
+
+class _Printer:
+    """Prints results one by one as they come (JSON lines, or tables with a blank line
+    between two), flushing each; failures go to stderr as one line each, in their place."""
+
+    def __init__(self, as_json: bool, render: Any) -> None:
+        self.as_json = as_json
+        self.render = render
+        self.count = 0
+        self._out: Any = None
+
+    def show(self, result: dict[str, Any]) -> None:
+        if self.as_json:
+            sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
+        else:
+            if self._out is None:
+                from inspector.render import console
+
+                self._out = console()
+            if self.count:
+                self._out.print()
+            self.render(self._out, result)
+        self.count += 1
+        sys.stdout.flush()
+
+    def fail(self, error: InspectorError) -> None:
+        sys.stdout.flush()
+        print(f"ctx-inspect: {error.one_line()}", file=sys.stderr, flush=True)
 
 
 def _follow_stats(args: argparse.Namespace) -> int:
@@ -225,21 +263,26 @@ def _follow_stats(args: argparse.Namespace) -> int:
     from inspector.core.stats import RunFacts, summarize
     from inspector.errors import InputError
     from inspector.live import follow_stats
-    from inspector.loader import calibrate, counter_for, resolve_format
+    from inspector.loader import calibrate, counter_for, follow_format
+    from inspector.sources.stream import display_name, is_stream
 
     if len(args.files) != 1 or args.merge:
         raise InputError("one file at a time", "--follow reads a single file")
     path = args.files[0]
-    spec = resolve_format(path, args.format_name) if path.exists() else _forced(args, path)
+    stop = threading.Event()
+    spool = None
+    if path.exists() or is_stream(path):
+        spec, spool = follow_format(path, args.format_name, stop)
+    else:
+        spec = _forced(args, path)
     profile = _profile_factory(args)(spec)
     counter = counter_for(profile)
-    stop = threading.Event()
 
     def show(session: Session) -> None:
         summary = summarize(
             session,
             calibrate(profile, session),
-            RunFacts(path=str(path), format=spec.name, tokenizer=counter.info.label),
+            RunFacts(path=display_name(path), format=spec.name, tokenizer=counter.info.label),
         )
         _emit([summary], args.json, _render_stats)
         if not args.json:
@@ -248,7 +291,14 @@ def _follow_stats(args: argparse.Namespace) -> int:
 
     try:
         follow_stats(
-            path, spec, profile, show, stop, count_exact=not args.no_exact, counter=counter
+            path,
+            spec,
+            profile,
+            show,
+            stop,
+            count_exact=not args.no_exact,
+            counter=counter,
+            spool=spool,
         )
     except KeyboardInterrupt:
         stop.set()
@@ -266,15 +316,24 @@ def _forced(args: argparse.Namespace, path: Path) -> Any:
 
 
 def _engine(args: argparse.Namespace) -> int:
+    """A session that cannot be read is reported on one line of stderr, the others are
+    still read, and the exit code is 2."""
     from inspector import commands, render
+    from inspector.loader import FailedInput
+
+    failed: list[FailedInput] = []
+
+    def report(failure: FailedInput) -> None:
+        failed.append(failure)
+        _Printer(args.json, None).fail(failure.error)
 
     if args.command == "replay":
-        _emit(commands.run_replay(args), args.json, render.render_replay)
+        _emit(commands.run_replay(args, report), args.json, render.render_replay)
     elif args.command == "diff":
-        rows = commands.run_diff(args)
+        rows = commands.run_diff(args, report)
         _emit(rows, args.json, lambda out, d: render.render_diff(out, d, full=args.full))
     elif args.command == "explain":
-        items = commands.run_explain(args)
+        items = commands.run_explain(args, report)
         if args.json:
             sys.stdout.write(json.dumps(items, ensure_ascii=False) + "\n")
         else:
@@ -287,7 +346,7 @@ def _engine(args: argparse.Namespace) -> int:
             render.write_sweep_csv(sys.stdout, table)
         else:
             render.render_sweep(render.console(), table)
-    return 0
+    return 2 if failed else 0
 
 
 def _emit(results: list[dict[str, Any]], as_json: bool, render: Any) -> None:
