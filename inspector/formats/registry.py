@@ -22,6 +22,9 @@ MIN_CONFIDENCE = 0.5
 
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
+# what text does not hold: replaced invalid UTF-8, control characters but tab, newline, carriage
+# return, form feed and escape
+_NOT_TEXT = re.compile("[\ufffd\x00-\x08\x0b\x0e-\x1a\x1c-\x1f]")
 
 
 @dataclass(frozen=True)
@@ -195,7 +198,7 @@ def looks_binary(data: bytes) -> bool:
     if b"\x00" in sample:
         return True
     text = sample.decode("utf-8", "replace")
-    bad = sum(1 for ch in text if ch == "\ufffd" or (ord(ch) < 32 and ch not in "\t\n\r\x1b\f"))
+    bad = len(_NOT_TEXT.findall(text))
     return bad > max(8, len(text) // 20)
 
 
