@@ -334,7 +334,9 @@ def _engine(args: argparse.Namespace) -> int:
         _emit(rows, args.json, lambda out, d: render.render_diff(out, d, full=args.full))
     elif args.command == "explain":
         items = commands.run_explain(args, report)
-        if args.json:
+        if failed and not items:
+            pass  # nothing was read: the error lines say why
+        elif args.json:
             sys.stdout.write(json.dumps(items, ensure_ascii=False) + "\n")
         else:
             render.render_explain(render.console(), items)

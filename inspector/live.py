@@ -535,7 +535,7 @@ def _follow_spool_sync(
             spool.wait(follower.offset + 1, stop=stop)
         return live.session
     finally:
-        live.close()
+        _let_go(live)
 
 
 async def _follow_spool(
@@ -581,4 +581,11 @@ async def _follow_spool(
                 return
             await asyncio.to_thread(spool.wait, follower.offset + 1, timeout=POLL_INTERVAL)
     finally:
-        live.close()
+        _let_go(live)
+
+
+def _let_go(live: LiveSource) -> None:
+    """Close the follower of a spooled stream; bodies are then read from the spool's file,
+    which stays until the process ends (the session outlives the following)."""
+    live.close()
+    live.follower = None

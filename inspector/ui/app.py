@@ -269,6 +269,8 @@ class InspectorApp(App[None]):
             self.post_message(SessionsChanged())
 
     def on_sessions_changed(self, message: SessionsChanged) -> None:
+        if not self.screen_stack:  # a load that ended while the app was closing
+            return
         screen = self.screen
         refresh = getattr(screen, "refresh_from_state", None)
         if refresh is not None:
