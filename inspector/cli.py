@@ -412,6 +412,7 @@ def _open(args: argparse.Namespace) -> int:
         raise InspectorError("nothing to open", "name a FILE, or run `ctx-inspect demo`")
     if args.follow and len(args.files) != 1:
         raise InspectorError("one file at a time", "--follow follows a single file or folder")
+    _keys_from_terminal(args.files)
     from inspector.ui.app import InspectorApp, OpenRequest
 
     request = OpenRequest(
@@ -424,6 +425,29 @@ def _open(args: argparse.Namespace) -> int:
     )
     InspectorApp(request, theme=args.theme).run()
     return 0
+
+
+def _keys_from_terminal(paths: Sequence[Path]) -> None:
+    """The dashboard reads keys from standard input: when a session comes in on it (``-``),
+    read it whole first, then take the keys from the terminal (``/dev/tty``), as pagers do."""
+    import os
+
+    from inspector.loader import input_file
+    from inspector.sources.stream import is_stdin
+
+    if not any(is_stdin(p) for p in paths) or sys.stdin is None or sys.stdin.isatty():
+        return
+    input_file(Path("-"))
+    try:
+        tty = os.open("/dev/tty", os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        raise InspectorError(
+            "no terminal for the dashboard",
+            "standard input holds the session and there is no terminal to read keys from; "
+            "use `ctx-inspect stats -`",
+        ) from None
+    os.dup2(tty, sys.stdin.fileno())
+    os.close(tty)
 
 
 def _demo(args: argparse.Namespace) -> int:
