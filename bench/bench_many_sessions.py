@@ -69,7 +69,8 @@ def run_stats(folder: Path, *, as_json: bool, code: Path | None) -> tuple[float,
     if code is not None:
         env["PYTHONPATH"] = os.pathsep.join([str(code), env.get("PYTHONPATH", "")])
     start = time.perf_counter()
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, env=env)
+    # run outside the checkout: ``python -m`` puts the working folder first on the path
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, env=env, cwd=folder.parent)
     assert proc.stdout is not None
     first = 0.0
     sessions = 0
