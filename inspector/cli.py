@@ -200,29 +200,71 @@ def _profile_factory(args: argparse.Namespace) -> Any:
 
 
 def _stats(args: argparse.Namespace) -> int:
+    """Each session's summary is printed as soon as it is read (a folder of thousands of
+    sessions streams, holding one at a time); a session that cannot be read is reported on
+    one line of stderr where it comes, the others are still read, and the exit code is 2."""
     from inspector.core.stats import RunFacts, summarize
-    from inspector.loader import open_inputs
+    from inspector.loader import FailedInput, iter_inputs
 
     if args.follow:
         return _follow_stats(args)
-    results = []
-    opened = open_inputs(
+    printer = _Printer(args.json, "render_stats")
+    failed = 0
+    for loaded in iter_inputs(
         args.files,
         _profile_factory(args),
         format_name=args.format_name,
         count_exact=not args.no_exact,
         merge=args.merge,
         tokenize=not args.no_exact,
-    )
-    for loaded in opened:
-        summary = summarize(
-            loaded.session,
-            loaded.profile,
-            RunFacts(path=loaded.name, format=loaded.format.name, tokenizer=loaded.tokenizer_label),
+    ):
+        if isinstance(loaded, FailedInput):
+            failed += 1
+            printer.fail(loaded.error)
+            continue
+        printer.show(
+            summarize(
+                loaded.session,
+                loaded.profile,
+                RunFacts(
+                    path=loaded.name, format=loaded.format.name, tokenizer=loaded.tokenizer_label
+                ),
+            )
         )
-        results.append(summary)
-    _emit(results, args.json, "render_stats")
-    return 0
+    return 2 if failed else 0
+
+
+class _Printer:
+    """Prints results one by one as they come (JSON lines, or tables with a blank line
+    between two), flushing each; failures go to stderr as one line each, in their place.
+    Strings from inputs are made safe for a terminal: JSON escapes what a terminal would act
+    on, tables show every string's visible form (``inspector.render``'s ``renderer``)."""
+
+    def __init__(self, as_json: bool, renderer: str, **options: Any) -> None:
+        self.as_json = as_json
+        self.renderer = renderer
+        self.options = options
+        self.count = 0
+        self._out: Any = None
+
+    def show(self, result: Any) -> None:
+        if self.as_json:
+            sys.stdout.write(json_text(result, default=str) + "\n")
+        else:
+            from inspector import render
+
+            if self._out is None:
+                self._out = render.console()
+            if self.count:
+                self._out.print()
+            getattr(render, self.renderer)(self._out, safe_data(result), **self.options)
+        self.count += 1
+        sys.stdout.flush()
+
+    def fail(self, error: InspectorError) -> None:
+        sys.stdout.flush()
+        _fail(error)
+        sys.stderr.flush()
 
 
 def _follow_stats(args: argparse.Namespace) -> int:
@@ -233,21 +275,26 @@ def _follow_stats(args: argparse.Namespace) -> int:
     from inspector.core.stats import RunFacts, summarize
     from inspector.errors import InputError
     from inspector.live import follow_stats
-    from inspector.loader import calibrate, counter_for, resolve_format
+    from inspector.loader import calibrate, counter_for, follow_format
+    from inspector.sources.stream import display_name, is_stream
 
     if len(args.files) != 1 or args.merge:
         raise InputError("one file at a time", "--follow reads a single file")
     path = args.files[0]
-    spec = resolve_format(path, args.format_name) if path.exists() else _forced(args, path)
+    stop = threading.Event()
+    spool = None
+    if path.exists() or is_stream(path):
+        spec, spool = follow_format(path, args.format_name, stop)
+    else:
+        spec = _forced(args, path)
     profile = _profile_factory(args)(spec)
     counter = counter_for(profile)
-    stop = threading.Event()
 
     def show(session: Session) -> None:
         summary = summarize(
             session,
             calibrate(profile, session),
-            RunFacts(path=str(path), format=spec.name, tokenizer=counter.info.label),
+            RunFacts(path=display_name(path), format=spec.name, tokenizer=counter.info.label),
         )
         _emit([summary], args.json, "render_stats")
         if not args.json:
@@ -256,7 +303,14 @@ def _follow_stats(args: argparse.Namespace) -> int:
 
     try:
         follow_stats(
-            path, spec, profile, show, stop, count_exact=not args.no_exact, counter=counter
+            path,
+            spec,
+            profile,
+            show,
+            stop,
+            count_exact=not args.no_exact,
+            counter=counter,
+            spool=spool,
         )
     except KeyboardInterrupt:
         stop.set()
@@ -274,15 +328,26 @@ def _forced(args: argparse.Namespace, path: Path) -> Any:
 
 
 def _engine(args: argparse.Namespace) -> int:
+    """A session that cannot be read is reported on one line of stderr, the others are
+    still read, and the exit code is 2."""
     from inspector import commands
+    from inspector.loader import FailedInput
+
+    failed: list[FailedInput] = []
+
+    def report(failure: FailedInput) -> None:
+        failed.append(failure)
+        _Printer(args.json, "").fail(failure.error)
 
     if args.command == "replay":
-        _emit(commands.run_replay(args), args.json, "render_replay")
+        _emit(commands.run_replay(args, report), args.json, "render_replay")
     elif args.command == "diff":
-        rows = commands.run_diff(args)
+        rows = commands.run_diff(args, report)
         _emit(rows, args.json, "render_diff", full=args.full)
     elif args.command == "explain":
-        _emit([commands.run_explain(args)], args.json, "render_explain")
+        items = commands.run_explain(args, report)
+        if items or not failed:  # when nothing was read, the error lines say why
+            _emit([items], args.json, "render_explain")
     else:
         table = commands.run_sweep(args)
         if args.csv and not args.json:
@@ -291,24 +356,14 @@ def _engine(args: argparse.Namespace) -> int:
             write_sweep_csv(sys.stdout, safe_data(table))
         else:
             _emit([table], args.json, "render_sweep")
-    return 0
+    return 2 if failed else 0
 
 
 def _emit(results: list[Any], as_json: bool, renderer: str, **options: Any) -> None:
-    """Every result printed: one JSON line each (strings escaped where a terminal would act on
-    them), or by ``inspector.render``'s function ``renderer`` onto a Rich console, with every
-    string made visible before it is laid out."""
-    if as_json:
-        for result in results:
-            sys.stdout.write(json_text(result, default=str) + "\n")
-        return
-    from inspector import render
-
-    out = render.console()
-    for i, result in enumerate(results):
-        if i:
-            out.print()
-        getattr(render, renderer)(out, safe_data(result), **options)
+    """Every result printed as ``_Printer`` prints them."""
+    printer = _Printer(as_json, renderer, **options)
+    for result in results:
+        printer.show(result)
 
 
 def _profiles(args: argparse.Namespace) -> int:
@@ -342,6 +397,7 @@ def _open(args: argparse.Namespace) -> int:
         raise InspectorError("nothing to open", "name a FILE, or run `ctx-inspect demo`")
     if args.follow and len(args.files) != 1:
         raise InspectorError("one file at a time", "--follow follows a single file or folder")
+    _keys_from_terminal(args.files)
     from inspector.ui.app import InspectorApp, OpenRequest
 
     request = OpenRequest(
@@ -354,6 +410,29 @@ def _open(args: argparse.Namespace) -> int:
     )
     InspectorApp(request, theme=args.theme).run()
     return 0
+
+
+def _keys_from_terminal(paths: Sequence[Path]) -> None:
+    """The dashboard reads keys from standard input: when a session comes in on it (``-``),
+    read it whole first, then take the keys from the terminal (``/dev/tty``), as pagers do."""
+    import os
+
+    from inspector.loader import input_file
+    from inspector.sources.stream import is_stdin
+
+    if not any(is_stdin(p) for p in paths) or sys.stdin is None or sys.stdin.isatty():
+        return
+    input_file(Path("-"))
+    try:
+        tty = os.open("/dev/tty", os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        raise InspectorError(
+            "no terminal for the dashboard",
+            "standard input holds the session and there is no terminal to read keys from; "
+            "use `ctx-inspect stats -`",
+        ) from None
+    os.dup2(tty, sys.stdin.fileno())
+    os.close(tty)
 
 
 def _demo(args: argparse.Namespace) -> int:

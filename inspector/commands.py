@@ -7,7 +7,7 @@ Each command reads its inputs like ``stats`` (formats detected, profiles from --
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ from inspector.core.replay import replay, with_overhead
 from inspector.core.session import Session
 from inspector.core.stats import RunFacts, summarize_replay
 from inspector.errors import InputError
-from inspector.loader import LoadedSession, counter_for, open_inputs
+from inspector.loader import FailedInput, LoadedSession, counter_for, iter_inputs
 
 
 def estimator_for(profile: Profile) -> Callable[[Message], int]:
@@ -28,20 +28,33 @@ def estimator_for(profile: Profile) -> Callable[[Message], int]:
     return lambda message: profile.estimate(message, counter)
 
 
-def open_for_engine(args: argparse.Namespace) -> list[LoadedSession]:
+OnFailure = Callable[[FailedInput], None]
+
+
+def open_for_engine(
+    args: argparse.Namespace, on_failure: OnFailure | None = None
+) -> Iterator[LoadedSession]:
+    """The sessions of the command's inputs, one at a time. A session that cannot be read is
+    handed to ``on_failure`` and the others are still read; without it, its error is raised."""
     from inspector.config import build_profile
     from inspector.formats.registry import FormatSpec
 
     def profile_for(spec: FormatSpec) -> Profile:
         return build_profile(args.profile, args.config, args.sets, default=spec.default_profile)
 
-    return open_inputs(
+    for item in iter_inputs(
         args.files,
         profile_for,
         format_name=args.format_name,
         count_exact=False,
         merge=getattr(args, "merge", False),
-    )
+    ):
+        if isinstance(item, LoadedSession):
+            yield item
+        elif on_failure is None:
+            raise item.error
+        else:
+            on_failure(item)
 
 
 def summarizer(args: argparse.Namespace) -> Summarizer:
@@ -57,10 +70,12 @@ def _facts(loaded: LoadedSession) -> RunFacts:
 # -- replay ------------------------------------------------------------------------------------
 
 
-def run_replay(args: argparse.Namespace) -> list[dict[str, Any]]:
+def run_replay(
+    args: argparse.Namespace, on_failure: OnFailure | None = None
+) -> list[dict[str, Any]]:
     out = []
     summ = summarizer(args)
-    for loaded in open_for_engine(args):
+    for loaded in open_for_engine(args, on_failure):
         result = replay(
             loaded.session,
             loaded.profile,
@@ -123,11 +138,11 @@ def act(
     raise InputError("unknown action", f"{action}: use prune, compact or truncate")
 
 
-def run_diff(args: argparse.Namespace) -> list[dict[str, Any]]:
+def run_diff(args: argparse.Namespace, on_failure: OnFailure | None = None) -> list[dict[str, Any]]:
     out = []
     summ = summarizer(args)
     action = Action(args.action)
-    for loaded in open_for_engine(args):
+    for loaded in open_for_engine(args, on_failure):
         estimate = estimator_for(loaded.profile)
         step = args.step
         if step is not None and not 1 <= step <= len(loaded.session.all_steps()):
@@ -157,12 +172,14 @@ def run_diff(args: argparse.Namespace) -> list[dict[str, Any]]:
 # -- explain ------------------------------------------------------------------------------------
 
 
-def run_explain(args: argparse.Namespace) -> list[dict[str, Any]]:
+def run_explain(
+    args: argparse.Namespace, on_failure: OnFailure | None = None
+) -> list[dict[str, Any]]:
     from inspector.core.explain import Explainer
 
     out: list[dict[str, Any]] = []
     summ = summarizer(args)
-    for loaded in open_for_engine(args):
+    for loaded in open_for_engine(args, on_failure):
         explainer = Explainer(
             loaded.session,
             loaded.profile,

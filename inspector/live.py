@@ -16,6 +16,10 @@ session and ``LiveSource.reloads`` counts the replacements; ``follow_session`` s
 update (``LiveUpdate.replaced``) and ``follow_stats`` passes the current session to its
 callback. Such a LiveSource owns its session: do not share it with other inputs.
 
+A stream (standard input, a pipe, a FIFO) is followed through its spool (``sources.stream``):
+the private file it is copied to as it arrives is read like a growing file, and following ends
+with the stream (``follow_stats`` returns, ``follow_session`` ends), its last line flushed.
+
 Inputs are only read, never written.
 """
 
@@ -51,6 +55,7 @@ from inspector.sources.follow import (
     watch_input_sync,
 )
 from inspector.sources.reader import iter_chunks, read_span
+from inspector.sources.stream import Spool
 
 # Files beside a whole input that change when it does (SQLite's write-ahead log and journal).
 WHOLE_INPUT_SIBLINGS: tuple[str, ...] = ("-wal", "-journal")
@@ -295,13 +300,16 @@ def open_live(
     label: str | None = None,
     count_exact: bool = True,
     counter: TokenCounter | None = None,
+    name: str | None = None,
 ) -> LiveSource:
     """A LiveSource with a new session for ``path``, read with ``profile``'s estimator.
 
     A stream input gets its own FileFollower (reading starts at offset 0 on the first poll);
-    a whole input is read at once.
+    a whole input is read at once. ``name``: how the input is named (default: ``path``; a
+    spooled stream's file is named as the user named the stream).
     """
     path = Path(path)
+    shown = name or str(path)
     counter = counter or counter_for(profile)
     active = counter
 
@@ -314,13 +322,18 @@ def open_live(
         count_exact=count_exact and counter.info.exact,
         pack_events=True,  # a followed run grows for as long as it runs
     )
-    session.add_source(str(path), spec.name)
+    session.add_source(shown, spec.name)
     if reads_whole(spec):
         live = LiveSource(path, spec, session, 0, label=label)
+        live.name = name or live.name
         live.reload()
         return live
     follower = FileFollower(path)
     live = LiveSource(path, spec, session, 0, follower=follower, label=label)
+    if name:
+        live.name = name
+        assert live.parser is not None
+        live.parser.path = name
     live.owns_follower = True
     session.body_reader = live.read_back
     return live
@@ -338,10 +351,18 @@ async def follow_session(
     debounce_ms: int = DEBOUNCE_MS,
     poll_interval: float = POLL_INTERVAL,
     force_polling: bool | None = None,
+    spool: Spool | None = None,
 ) -> AsyncGenerator[LiveUpdate, None]:
     """Follow one input; yield a LiveUpdate at once (the session as read so far), then after
     every change that produced events. Ends when ``stop_event`` is set or the generator is
-    closed (``contextlib.aclosing``)."""
+    closed (``contextlib.aclosing``), or with the stream when ``spool`` holds one (``path``
+    names it; its bytes are read from the spool's file)."""
+    if spool is not None:
+        async for update in _follow_spool(
+            spool, path, spec, profile, label, count_exact, counter, stop_event
+        ):
+            yield update
+        return
     live = open_live(path, spec, profile, label=label, count_exact=count_exact, counter=counter)
     try:
         yield LiveUpdate(live.session, list(live.session.events()), replaced=live.whole)
@@ -390,14 +411,20 @@ def follow_stats(
     debounce_ms: int = DEBOUNCE_MS,
     poll_interval: float = POLL_INTERVAL,
     force_polling: bool | None = None,
+    spool: Spool | None = None,
 ) -> Session:
-    """Follow one input headless (``stats --follow``) until ``stop`` is set.
+    """Follow one input headless (``stats --follow``) until ``stop`` is set, or until the
+    stream ends when ``spool`` holds one (``path`` names it).
 
     ``on_update(session)`` runs in the calling thread once the input has been read, then after
     each change that produced events (not while catching up on a large file); its argument is
     the current session (a new object after a whole input was re-read). Returns the last
     session.
     """
+    if spool is not None:
+        return _follow_spool_sync(
+            spool, path, spec, profile, on_update, stop, label, count_exact, counter
+        )
     live = open_live(path, spec, profile, label=label, count_exact=count_exact, counter=counter)
     try:
         if live.whole:
@@ -435,3 +462,130 @@ def follow_stats(
         return live.session
     finally:
         live.close()
+
+
+# -- streams -----------------------------------------------------------------------------------
+
+
+def _open_spooled(
+    spool: Spool,
+    path: str | os.PathLike[str],
+    spec: FormatSpec,
+    profile: Profile,
+    label: str | None,
+    count_exact: bool,
+    counter: TokenCounter | None,
+) -> LiveSource:
+    name = os.fspath(path) if os.fspath(path) != "-" else spool.name
+    if reads_whole(spec):
+        spool.read_all()  # a whole document or database is read once it is all there
+    return open_live(
+        spool.path,
+        spec,
+        profile,
+        label=label,
+        count_exact=count_exact,
+        counter=counter,
+        name=name,
+    )
+
+
+def _drain(live: LiveSource) -> bool:
+    """Apply what the spool's file holds beyond what was read; True if it made events."""
+    follower = live.follower
+    assert follower is not None
+    made = False
+    while True:
+        made = bool(live.apply(follower.poll(max_bytes=BATCH_BYTES))) or made
+        if not follower.behind:
+            return made
+
+
+def _follow_spool_sync(
+    spool: Spool,
+    path: str | os.PathLike[str],
+    spec: FormatSpec,
+    profile: Profile,
+    on_update: Callable[[Session], None],
+    stop: threading.Event,
+    label: str | None,
+    count_exact: bool,
+    counter: TokenCounter | None,
+) -> Session:
+    live = _open_spooled(spool, path, spec, profile, label, count_exact, counter)
+    try:
+        if live.whole:
+            spool.check()
+            on_update(live.session)
+            return live.session
+        follower = live.follower
+        assert follower is not None
+        first = True
+        while not stop.is_set():
+            ended = spool.done  # before reading: what it holds then is all there is
+            made = _drain(live)
+            if ended:
+                spool.check()
+                live.finish()
+                on_update(live.session)
+                break
+            if made or first:
+                first = False
+                on_update(live.session)
+            spool.wait(follower.offset + 1, stop=stop)
+        return live.session
+    finally:
+        _let_go(live)
+
+
+async def _follow_spool(
+    spool: Spool,
+    path: str | os.PathLike[str],
+    spec: FormatSpec,
+    profile: Profile,
+    label: str | None,
+    count_exact: bool,
+    counter: TokenCounter | None,
+    stop_event: asyncio.Event | None,
+) -> AsyncGenerator[LiveUpdate, None]:
+    def stopped() -> bool:
+        return stop_event is not None and stop_event.is_set()
+
+    if reads_whole(spec):
+        while not spool.done and not stopped():
+            await asyncio.to_thread(spool.wait, spool.size + 1, timeout=POLL_INTERVAL)
+    live = await asyncio.to_thread(
+        _open_spooled, spool, path, spec, profile, label, count_exact, counter
+    )
+    try:
+        yield LiveUpdate(live.session, list(live.session.events()), replaced=live.whole)
+        if live.whole:
+            spool.check()
+            return
+        follower = live.follower
+        assert follower is not None
+        while not stopped():
+            ended = spool.done
+            events: list[Event] = []
+            while True:  # read in a thread, parse here (the screen reads the session here)
+                chunks = await asyncio.to_thread(follower.poll, max_bytes=BATCH_BYTES)
+                events.extend(live.apply(chunks))
+                if not follower.behind:
+                    break
+            if ended:
+                events.extend(live.finish())
+            if events:
+                yield LiveUpdate(live.session, events)
+            if ended:
+                spool.check()
+                return
+            await asyncio.to_thread(spool.wait, follower.offset + 1, timeout=POLL_INTERVAL)
+    finally:
+        _let_go(live)
+
+
+def _let_go(live: LiveSource) -> None:
+    """Close the follower of a spooled stream; bodies are then read from the spool's file,
+    which stays until the process ends (the session outlives the following)."""
+    live.close()
+    live.follower = None

@@ -8,6 +8,7 @@ give several sessions (a project folder, a database of many sessions, sub-agent 
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -32,7 +33,17 @@ from inspector.core.session import MAIN_THREAD, Session
 from inspector.core.tokens import ENCODINGS, TokenCounter, encoding_for_model, get_counter
 from inspector.errors import ConfigError, InputError
 from inspector.formats.base import Parser, read_file
-from inspector.formats.registry import FormatSpec, detect, get_format, looks_binary, read_head
+from inspector.formats.registry import (
+    BINARY_SAMPLE,
+    HEAD_BYTES,
+    FormatSpec,
+    Head,
+    detect,
+    get_format,
+    looks_binary,
+    read_head,
+)
+from inspector.sources import stream
 from inspector.sources.reader import iter_chunks, read_span
 
 # Rules whose estimate of a message is ceil(len(text) / 4) plus a fixed overhead, when no
@@ -62,7 +73,8 @@ class LoadedSession:
 
     @property
     def name(self) -> str:
-        return f"{self.path}#{self.label}" if self.label else str(self.path)
+        shown = stream.display_name(self.path)
+        return f"{shown}#{self.label}" if self.label else shown
 
 
 @contextmanager
@@ -84,9 +96,31 @@ def collector_paused(*, collect: bool = False) -> Iterator[None]:
             gc.enable()
 
 
-def resolve_format(path: Path, format_name: str | None) -> FormatSpec:
-    """The format to read ``path`` with: forced by name, or detected from its head."""
-    head = read_head(path)
+def input_file(path: Path) -> Path:
+    """Where the bytes of the input ``path`` are read: the path itself, or for a stream (``-``,
+    a pipe, a FIFO, ``<(command)``) the private file it is spooled to (``sources.stream``: read
+    to its end once per process, refused with an InputError when it stays silent, ends empty,
+    or starts with binary data)."""
+    if not stream.is_stream(path):
+        return path
+    spool = stream.open_spool(path)
+    spool.wait_first_byte()
+    spool.wait(BINARY_SAMPLE)
+    with spool.path.open("rb") as fh:
+        head = Head(path, fh.read(BINARY_SAMPLE))
+    if not head.is_sqlite and looks_binary(head.data):
+        raise spool.refuse(
+            InputError("binary file", f"{spool.name} is not a text log or transcript")
+        )
+    return spool.read_all()
+
+
+def resolve_format(
+    path: Path, format_name: str | None, *, source: Path | None = None
+) -> FormatSpec:
+    """The format to read ``path`` with: forced by name, or detected from its head (read from
+    ``source`` when given: the file a stream is being spooled to)."""
+    head = read_head(source or input_file(path))
     if format_name:
         spec = get_format(format_name)
         if head.is_dir and not spec.folder:
@@ -97,6 +131,21 @@ def resolve_format(path: Path, format_name: str | None) -> FormatSpec:
             raise InputError("binary file", f"{path} is not a text log or transcript")
         return spec
     return detect(path, head)
+
+
+def follow_format(
+    path: Path, format_name: str | None, stop: threading.Event | None = None
+) -> tuple[FormatSpec, stream.Spool | None]:
+    """The format of an input about to be followed, and for a stream the spool it is read
+    through (its format detected on its first lines; following reads the rest as it comes)."""
+    if not stream.is_stream(path):
+        return resolve_format(path, format_name), None
+    spool = stream.open_spool(path)
+    try:
+        spool.wait_head(HEAD_BYTES, stop)
+        return resolve_format(path, format_name, source=spool.path), spool
+    except InputError as exc:
+        raise spool.refuse(exc) from None
 
 
 def counter_for(profile: Profile, model: str | None = None) -> TokenCounter:
@@ -182,11 +231,15 @@ def load_session(
     counter: TokenCounter | None = None,
     tokenize: bool = True,
     parallel: bool | None = None,
+    name: str | None = None,
 ) -> LoadedSession:
     """Read a whole saved stream input into a new session. ``parallel``: read on two cores
-    when no bodies are needed (``formats.base.read_file``; None: by the file's size)."""
+    when no bodies are needed (``formats.base.read_file``; None: by the file's size).
+    ``name``: how the input is named in the session and its parse issues (default: ``path``;
+    a spooled stream is read from its private file but named as the user named it)."""
     counter = counter or counter_for(profile)
-    parser = format_spec.make_parser(0, str(path))
+    shown = name or str(path)
+    parser = format_spec.make_parser(0, shown)
 
     def read_back(span: SourceSpan) -> list[Message]:
         return parser.messages_at(read_span(path, span.offset, span.length), span)
@@ -194,7 +247,7 @@ def load_session(
     session = new_session(
         profile, counter, count_exact=count_exact, body_reader=read_back, tokenize=tokenize
     )
-    session.add_source(str(path), format_spec.name)
+    session.add_source(shown, format_spec.name)
     # Counting exactly needs the texts; else the session keeps columns and estimates from the
     # text's length: no message needs its body.
     bodies = session.count_exact or session.estimate_chars is None
@@ -205,7 +258,7 @@ def load_session(
                     session.append(events)
             session.append(parser.finish())
     except OSError as exc:
-        raise InputError("cannot read file", f"{path}: {exc.strerror or exc}") from None
+        raise InputError("cannot read file", f"{shown}: {exc.strerror or exc}") from None
     return LoadedSession(session, path, format_spec, profile, counter, parser, paths=[path])
 
 
@@ -266,6 +319,18 @@ def _filled(profile: Profile, found: dict[str, object]) -> Profile:
     return make_profile(profile.name, {**unset, **explicit})
 
 
+@dataclass
+class FailedInput:
+    """An input, or one session of a folder, that could not be read (the others were)."""
+
+    path: Path
+    error: InputError
+
+    @property
+    def name(self) -> str:
+        return stream.display_name(self.path)
+
+
 def open_inputs(
     paths: Sequence[Path],
     profile_for: ProfileFactory,
@@ -275,44 +340,136 @@ def open_inputs(
     merge: bool = False,
     tokenize: bool = True,
 ) -> list[LoadedSession]:
-    """Every session the paths hold, each read with the profile chosen for its format."""
+    """Every session the paths hold, each read with the profile chosen for its format; the
+    first that cannot be read raises its InputError (``iter_inputs`` reads the others)."""
+    out: list[LoadedSession] = []
+    for item in iter_inputs(
+        paths,
+        profile_for,
+        format_name=format_name,
+        count_exact=count_exact,
+        merge=merge,
+        tokenize=tokenize,
+    ):
+        if isinstance(item, FailedInput):
+            raise item.error
+        out.append(item)
+    return out
+
+
+def iter_inputs(
+    paths: Sequence[Path],
+    profile_for: ProfileFactory,
+    *,
+    format_name: str | None = None,
+    count_exact: bool = True,
+    merge: bool = False,
+    tokenize: bool = True,
+) -> Iterator[LoadedSession | FailedInput]:
+    """Every session the paths hold, one at a time as each is read (a caller that prints and
+    drops each one holds one session at a time, however many a folder has).
+
+    Each session is its own result: an input or a session of a folder that cannot be read
+    comes as a ``FailedInput`` (its one-line error) and the others are still read. A folder
+    reached twice through symbolic links gives its sessions once. ``--merge`` reads its streams
+    as one session, and raises when one cannot be read."""
     if merge and len(paths) > 1:
         merged = merge_streams(
             paths, profile_for, format_name=format_name, count_exact=count_exact, tokenize=tokenize
         )
         merged.profile = calibrate(merged.profile, merged.session)
-        return [merged]
-    out: list[LoadedSession] = []
+        yield merged
+        return
     for path in paths:
-        out.extend(_open_one(path, profile_for, format_name, count_exact, tokenize))
-    for loaded in out:
-        loaded.profile = calibrate(loaded.profile, loaded.session)
-    return out
+        for item in _iter_one(path, profile_for, format_name, count_exact, tokenize):
+            if isinstance(item, LoadedSession):
+                item.profile = calibrate(item.profile, item.session)
+            yield item
 
 
-def _open_one(
+def _iter_one(
     path: Path,
     profile_for: ProfileFactory,
     format_name: str | None,
     count_exact: bool,
     tokenize: bool = True,
-) -> list[LoadedSession]:
-    spec = resolve_format(path, format_name)
-    if spec.expand is not None and path.is_dir():
-        files = spec.expand(path)
-        if not files:
-            raise InputError("no sessions", f"{path} holds no {spec.name} sessions")
-        out: list[LoadedSession] = []
+) -> Iterator[LoadedSession | FailedInput]:
+    try:
+        spec = resolve_format(path, format_name)
+        source = input_file(path)
+        files = _folder_sessions(spec, source)
+    except InputError as exc:
+        yield FailedInput(path, exc)
+        return
+    if files is not None:
         for file in files:
-            out.extend(_open_one(file, profile_for, None, count_exact, tokenize))
-        return out
-    profile = profile_for(profile_spec(path, spec))
-    if spec.snapshot is not None and (spec.parser is None or path.is_dir()):
-        return _open_snapshot(path, spec, profile, count_exact, tokenize)
-    loaded = load_session(
-        path, profile, format_spec=spec, count_exact=count_exact, tokenize=tokenize
-    )
-    return _with_threads(loaded)
+            yield from _iter_one(file, profile_for, None, count_exact, tokenize)
+        return
+    try:
+        profile = profile_for(profile_spec(source, spec))
+        yield from _read_one(path, source, spec, profile, count_exact, tokenize)
+    except InputError as exc:
+        yield FailedInput(path, exc)
+
+
+def _folder_sessions(spec: FormatSpec, folder: Path) -> list[Path] | None:
+    """The session files of a project folder, each once (None: not a folder to expand)."""
+    if spec.expand is None or not folder.is_dir():
+        return None
+    try:
+        files = unique_files(spec.expand(folder))
+    except OSError as exc:
+        raise InputError("cannot read folder", f"{folder}: {exc.strerror or exc}") from None
+    if not files:
+        raise InputError("no sessions", f"{folder} holds no {spec.name} sessions")
+    return files
+
+
+def unique_files(paths: Iterable[Path]) -> list[Path]:
+    """``paths`` without the ones that name a file already listed (through a symbolic link to
+    it or to its folder); paths that cannot be looked at are kept (reading them says why)."""
+    seen: set[tuple[int, int]] = set()
+    out: list[Path] = []
+    for path in paths:
+        try:
+            st = path.stat()
+        except OSError:
+            out.append(path)
+            continue
+        key = (st.st_dev, st.st_ino)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(path)
+    return out
+
+
+def _read_one(
+    path: Path,
+    source: Path,
+    spec: FormatSpec,
+    profile: Profile,
+    count_exact: bool,
+    tokenize: bool,
+) -> list[LoadedSession]:
+    """The sessions of one input file (``source``: where its bytes are; ``path`` names it)."""
+    if spec.snapshot is not None and (spec.parser is None or source.is_dir()):
+        out = _open_snapshot(source, spec, profile, count_exact, tokenize)
+    else:
+        loaded = load_session(
+            source,
+            profile,
+            format_spec=spec,
+            count_exact=count_exact,
+            tokenize=tokenize,
+            name=stream.display_name(path),
+        )
+        out = _with_threads(loaded)
+    if source != path:
+        for loaded in out:
+            loaded.path = path
+            loaded.paths = [path]
+    return out
 
 
 def _with_threads(loaded: LoadedSession) -> list[LoadedSession]:

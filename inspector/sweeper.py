@@ -3,6 +3,7 @@ under its share of the combinations. Results come back in the order of the combi
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import os
 import sys
@@ -18,6 +19,7 @@ from inspector.core.policies.base import Summarizer
 from inspector.core.profiles import Profile
 from inspector.core.session import Session
 from inspector.core.sweep import SweepRow, run_one
+from inspector.sources.stream import spooled
 
 
 @dataclass(frozen=True)
@@ -134,6 +136,8 @@ def run_sweep(
     """Every combination's row, in order; ``workers=1`` runs in this process (``freeze``: as
     ``replay``'s, for the replays run in this process; the workers' always freeze)."""
     workers = workers or len(os.sched_getaffinity(0))
+    # a stream (standard input, a pipe) was spooled to a file here: the workers read that file
+    spec = dataclasses.replace(spec, paths=tuple(spooled(p) for p in spec.paths))
     if workers <= 1 or len(combinations) <= 1:
         session, profile = load_for_sweep(spec)
         rows = []

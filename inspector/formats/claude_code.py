@@ -81,7 +81,7 @@ from inspector.core.model import (
 from inspector.core.session import MessageEntry
 from inspector.formats.base import EventSink, Item, LineParser, trusted
 from inspector.formats.chat_common import compact_json, kind_for, type_name
-from inspector.formats.registry import FormatSpec, Head, read_head, register
+from inspector.formats.registry import FormatSpec, Head, folder_problem, read_head, register
 
 AGENT = "claude-code"
 SYNTHETIC_MODEL = "<synthetic>"
@@ -1834,7 +1834,8 @@ def expand(path: Path) -> list[Path]:
     except OSError:
         return out
     for sub in subdirs:
-        out.extend(_expand_project(sub))
+        # a project folder that cannot be listed is named, so that reading it says why
+        out.extend([sub] if folder_problem(sub) else _expand_project(sub))
     return out
 
 

@@ -85,7 +85,7 @@ from inspector.formats.chat_common import (
     type_name,
     unknown_part,
 )
-from inspector.formats.registry import HEAD_BYTES, FormatSpec, Head, register
+from inspector.formats.registry import HEAD_BYTES, FormatSpec, Head, folder_problem, register
 
 ROLES: dict[str, Role] = {"user": Role.USER, "assistant": Role.ASSISTANT, "toolResult": Role.TOOL}
 COMPACTION_PREFIX = (
@@ -1072,12 +1072,12 @@ class GoSessionParser(LineParser):
         return [message, *copies]
 
 
-def _has_session_header(path: Path) -> bool:
+def _has_session_header(path: Path) -> bool | None:
     try:
         with path.open("rb") as fh:
             first = fh.readline(HEAD_BYTES)
     except OSError:
-        return False
+        return None  # cannot tell
     obj = _load_record(first.lstrip(b"\xef\xbb\xbf").strip())
     return (
         isinstance(obj, dict)
@@ -1094,7 +1094,10 @@ def _sessions_in(folder: Path) -> list[Path]:
         found = [*folder.glob("*.jsonl"), *folder.glob("*/messages.jsonl")]
     except OSError:
         return []
-    files = [p for p in sorted(found)[:MAX_FOLDER_FILES] if p.is_file() and _has_session_header(p)]
+    checked = [(p, _has_session_header(p)) for p in sorted(found)[:MAX_FOLDER_FILES] if p.is_file()]
+    files = [p for p, header in checked if header]
+    if files:  # among sessions, a file that cannot be read is kept: reading it says why
+        files.extend(p for p, header in checked if header is None)
 
     def key(path: Path) -> tuple[float, str]:
         try:
@@ -1119,7 +1122,8 @@ def expand_sessions(path: Path) -> list[Path]:
     except OSError:
         return out
     for sub in subdirs[:MAX_FOLDER_FILES]:
-        out.extend(_sessions_in(sub))
+        # a session folder that cannot be listed is named, so that reading it says why
+        out.extend([sub] if folder_problem(sub) else _sessions_in(sub))
     return out
 
 

@@ -37,8 +37,11 @@ Input tokens in OpenCode's ``tokens`` never include the cache (``input_includes_
 
 from __future__ import annotations
 
+import hashlib
 import re
+import shutil
 import sqlite3
+import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -99,50 +102,135 @@ def sqlite_is_wal(path: Path) -> bool:
     return header.startswith(_SQLITE_MAGIC) and header[18] == 2 and header[19] == 2
 
 
-def _connect(uri: str) -> sqlite3.Connection:
-    con = sqlite3.connect(uri, uri=True)
+COPY_ATTEMPTS = 5  # tries at a consistent private copy of a database a writer is changing
+_COPY_BYTES = 1 << 20
+
+
+class _CopyConnection(sqlite3.Connection):
+    """A connection to a private copy of a database; closing it removes the copy."""
+
+    copy_folder: Path | None = None
+
+    def close(self) -> None:
+        super().close()
+        if self.copy_folder is not None:
+            shutil.rmtree(self.copy_folder, ignore_errors=True)
+            self.copy_folder = None
+
+
+def _connect(uri: str, folder: Path | None = None) -> sqlite3.Connection:
+    con = sqlite3.connect(uri, uri=True, factory=_CopyConnection)
+    con.copy_folder = folder
     con.text_factory = bytes  # invalid UTF-8 must not fail a whole query; decoded per value
     return con
 
 
-def open_sqlite_readonly(path: Path) -> tuple[sqlite3.Connection, str | None]:
-    """Open an SQLite database without ever writing to it (or beside it).
+def _uri(path: Path, query: str) -> str:
+    return "file:" + quote(str(path)) + query
 
-    Returns the connection and a note when its newest changes may be missing. A WAL-mode
-    database opened with ``mode=ro`` creates its ``-wal`` and ``-shm`` files when they do not
-    exist, so such a database is opened ``immutable=1`` unless both exist (an agent has it open:
-    ``mode=ro`` then reads the WAL too). A database that ``mode=ro`` cannot read (a hot journal,
-    a read-only folder) is retried ``immutable=1``. Raises ``sqlite3.Error`` when it is no
+
+def _checked(con: sqlite3.Connection) -> sqlite3.Connection:
+    """``con`` once a first query worked (closed, and the error raised, when it did not)."""
+    try:
+        con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.Error:
+        con.close()
+        raise
+    return con
+
+
+def open_sqlite_readonly(
+    path: Path, *, sniffing: bool = False
+) -> tuple[sqlite3.Connection, str | None]:
+    """Open an SQLite database without ever writing to it or beside it (not a byte, not an
+    mtime of the database, its ``-wal``, ``-shm`` or ``-journal``).
+
+    Returns the connection and a note when what is read may not be the newest state. SQLite
+    opens a WAL database's ``-wal`` (and ``-shm``) read-write, creating them when missing, and
+    a reader writes into the ``-shm``, even with ``mode=ro``; so:
+
+    - a WAL database without a ``-wal`` file is read from its main file alone
+      (``mode=ro&immutable=1``: nothing else is opened, and only for reading);
+    - a WAL database with a ``-wal`` file (an agent has it open, or did not close it) is copied
+      with its ``-wal`` into a private folder and the copy is read (closing the connection
+      removes the copy). The copy is taken again while the main file changed during the copy
+      (a writer's checkpoint), so the copy is one consistent state;
+    - a database in rollback mode is opened ``mode=ro`` (SQLite's shared lock, no write); when
+      that cannot read it (a hot ``-journal`` left by a crash: rolling it back is a write), a
+      private copy with its journal is read instead, which SQLite rolls back in the copy.
+
+    ``sniffing``: only the tables are wanted; a WAL database is first read from its main file
+    alone, and copied only when that shows no table. Raises ``sqlite3.Error`` when it is no
     database at all.
     """
     resolved = path.resolve()
-    base = "file:" + quote(str(resolved))
-    wal = Path(f"{resolved}-wal")
-    shm = Path(f"{resolved}-shm")
-    if sqlite_is_wal(resolved) and not (wal.exists() and shm.exists()):
-        note = None
-        if wal.exists() and wal.stat().st_size > 0:
-            note = (
-                "the database's -wal file was not read (it has no -shm file, and reading it "
-                "would create one): its newest changes may be missing"
-            )
-        con = _connect(base + "?immutable=1")
-        con.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        return con, note
-    try:
-        con = _connect(base + "?mode=ro")
-        try:
-            con.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        except sqlite3.DatabaseError:
+    if sqlite_is_wal(resolved):
+        if not Path(f"{resolved}-wal").exists():
+            return _checked(_connect(_uri(resolved, "?mode=ro&immutable=1"))), None
+        if sniffing:
+            con = _checked(_connect(_uri(resolved, "?mode=ro&immutable=1")))
+            if sqlite_tables(con):
+                return con, None
             con.close()
-            raise
+        return _open_copy(resolved, "-wal")
+    try:
+        return _checked(_connect(_uri(resolved, "?mode=ro"))), None
     except sqlite3.DatabaseError as exc:
         if "not a database" in str(exc) or "malformed" in str(exc):
             raise
-        con = _connect(base + "?immutable=1")
-        con.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        return con, f"opened as immutable ({exc}): changes not yet in the main file are missing"
-    return con, None
+        con, note = _open_copy(resolved, "-journal")
+        return con, note or f"read from a private copy ({exc})"
+
+
+def _open_copy(path: Path, sibling: str) -> tuple[sqlite3.Connection, str | None]:
+    folder = Path(tempfile.mkdtemp(prefix="ctx-inspect-db-"))
+    try:
+        note = _copy_database(path, folder / path.name, sibling)
+        return _checked(_connect(_uri(folder / path.name, ""), folder)), note
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+
+
+def _copy_database(path: Path, target: Path, sibling: str) -> str | None:
+    """Copy the database and its ``sibling`` (``-wal`` or ``-journal``) to ``target``, again
+    while the main file changed from before to after the sibling was copied; a note when it
+    kept changing."""
+    for _ in range(COPY_ATTEMPTS):
+        before = _copy_file(path, target)
+        _copy_file(Path(f"{path}{sibling}"), Path(f"{target}{sibling}"))
+        if _digest(path) == before:
+            return None
+    return (
+        f"the database kept changing while it was copied ({COPY_ATTEMPTS} tries): "
+        "what was read may mix two of its states"
+    )
+
+
+def _copy_file(source: Path, target: Path) -> bytes | None:
+    """Copy ``source`` (read-only) to ``target``; the digest of what was copied (None when
+    there is no source: then there is no target either)."""
+    digest = hashlib.blake2b()
+    try:
+        with source.open("rb") as src, target.open("wb") as dst:
+            while chunk := src.read(_COPY_BYTES):
+                digest.update(chunk)
+                dst.write(chunk)
+    except FileNotFoundError:
+        target.unlink(missing_ok=True)
+        return None
+    return digest.digest()
+
+
+def _digest(path: Path) -> bytes | None:
+    digest = hashlib.blake2b()
+    try:
+        with path.open("rb") as fh:
+            while chunk := fh.read(_COPY_BYTES):
+                digest.update(chunk)
+    except FileNotFoundError:
+        return None
+    return digest.digest()
 
 
 def sqlite_tables(con: sqlite3.Connection) -> set[str]:
@@ -157,7 +245,7 @@ def sqlite_columns(con: sqlite3.Connection, table: str) -> list[str]:
 def sqlite_tables_of(path: Path) -> set[str]:
     """The tables of a database (empty when it cannot be read); for sniffers."""
     try:
-        con, _ = open_sqlite_readonly(path)
+        con, _ = open_sqlite_readonly(path, sniffing=True)
     except (sqlite3.Error, OSError):
         return set()
     try:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import importlib
+import os
 import re
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +22,9 @@ MIN_CONFIDENCE = 0.5
 
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
+# what text does not hold: replaced invalid UTF-8, control characters but tab, newline, carriage
+# return, form feed and escape
+_NOT_TEXT = re.compile("[\ufffd\x00-\x08\x0b\x0e-\x1a\x1c-\x1f]")
 
 
 @dataclass(frozen=True)
@@ -148,8 +153,22 @@ def get_format(name: str) -> FormatSpec:
 
 
 def read_head(path: Path, size: int = HEAD_BYTES) -> Head:
-    if path.is_dir():
+    """The first ``size`` bytes of a file, or a folder's Head after checking that it can be
+    listed. Only regular files are opened: a FIFO or a device would block or never end here
+    (streams are spooled to a file first: ``loader.input_file``)."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise InputError("file not found", str(path)) from None
+    except OSError as exc:
+        raise InputError("cannot read file", f"{path}: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(mode):
+        problem = folder_problem(path)
+        if problem:
+            raise InputError("cannot read folder", f"{path}: {problem}")
         return Head(path=path, data=b"", is_dir=True)
+    if not stat.S_ISREG(mode):
+        raise InputError("not a regular file", f"{path} is a pipe, device or socket")
     try:
         with path.open("rb") as fh:
             data = fh.read(size)
@@ -162,6 +181,18 @@ def read_head(path: Path, size: int = HEAD_BYTES) -> Head:
     return Head(path=path, data=data)
 
 
+def folder_problem(path: Path) -> str | None:
+    """Why the folder cannot be listed (``Permission denied``), or None when it can. Folder
+    readers list a subfolder that cannot be listed as one of their sessions, so that opening
+    it reports why instead of its sessions going missing without a word."""
+    try:
+        with os.scandir(path) as entries:
+            next(entries, None)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
+
+
 def looks_binary(data: bytes) -> bool:
     """NUL bytes, or mostly bytes that are neither text nor valid UTF-8."""
     sample = data[:BINARY_SAMPLE]
@@ -170,7 +201,7 @@ def looks_binary(data: bytes) -> bool:
     if b"\x00" in sample:
         return True
     text = sample.decode("utf-8", "replace")
-    bad = sum(1 for ch in text if ch == "\ufffd" or (ord(ch) < 32 and ch not in "\t\n\r\x1b\f"))
+    bad = len(_NOT_TEXT.findall(text))
     return bad > max(8, len(text) // 20)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from inspector.core.tokens import TokenCounter
 from inspector.errors import InspectorError
 from inspector.formats.base import Parser
 from inspector.formats.registry import FormatSpec
+from inspector.sources.stream import Spool
 from inspector.ui import plain
 from inspector.ui.commands import InspectorCommands
 from inspector.ui.screens.dashboard import DashboardScreen
@@ -86,6 +88,7 @@ class InspectorApp(App[None]):
         self.loading = True
         self.load_error: str | None = None
         self._dirty = False
+        self._stop_waiting = threading.Event()  # set on exit: a thread waiting on a stream gives up
         self._themes = load_themes()
         self._theme_name = resolve_theme_name(theme, self._themes)
 
@@ -101,27 +104,42 @@ class InspectorApp(App[None]):
         else:
             self.load_inputs()
 
+    def on_unmount(self) -> None:
+        self._stop_waiting.set()
+
     @work(thread=True, exclusive=True, group="load", exit_on_error=False)
     def load_inputs(self) -> None:
         """Read the inputs in this thread. A single stream file is shown as soon as its first
         chunk is read and grows on screen as the rest arrives (exact counts computed here, in
-        the thread, as it goes); folders, databases and merged streams appear when read."""
-        from inspector.loader import open_inputs
+        the thread, as it goes); folders, databases and merged streams appear session by
+        session as each is read. A session that cannot be read is reported (a notification)
+        and the others are still read."""
+        from inspector.loader import FailedInput, iter_inputs
 
         request = self.request
+        failures: list[str] = []
         for path in request.paths:
             if request.merge or not self._load_progressively(path):
-                opened = open_inputs(
+                for item in iter_inputs(
                     [path] if not request.merge else list(request.paths),
                     request.profile_for,
                     format_name=request.format_name,
                     merge=request.merge,
                     count_exact=True,
-                )
-                self.call_from_thread(self._loaded, [SessionState(x) for x in opened])
+                ):
+                    if isinstance(item, FailedInput):
+                        failures.append(item.error.one_line())
+                        self.call_from_thread(self._failed, item.error.one_line())
+                    else:
+                        self.call_from_thread(self._loaded, [SessionState(item)])
                 if request.merge:
                     break
+        if failures and not self.states:
+            self.load_error = failures[0]
         self.call_from_thread(self._done_loading)
+
+    def _failed(self, text: str) -> None:
+        self.notify(text, title="cannot read", severity="error", timeout=30)
 
     def _load_progressively(self, path: Path) -> bool:
         from inspector.loader import (
@@ -129,22 +147,28 @@ class InspectorApp(App[None]):
             calibrate,
             collector_paused,
             counter_for,
+            input_file,
             new_session,
             profile_spec,
             resolve_format,
             split_threads,
         )
         from inspector.sources.reader import read_span
+        from inspector.sources.stream import display_name
 
-        spec = resolve_format(path, self.request.format_name)
-        if spec.parser is None or path.is_dir():
+        try:
+            spec = resolve_format(path, self.request.format_name)
+        except InspectorError:
+            return False  # read by ``iter_inputs``, which reports why it cannot be
+        source = input_file(path)
+        if spec.parser is None or source.is_dir():
             return False
-        profile = self.request.profile_for(profile_spec(path, spec))
+        profile = self.request.profile_for(profile_spec(source, spec))
         counter = counter_for(profile)
-        parser = spec.make_parser(0, str(path))
+        parser = spec.make_parser(0, display_name(path))
 
         def read_back(span: SourceSpan) -> list[Message]:
-            return parser.messages_at(read_span(path, span.offset, span.length), span)
+            return parser.messages_at(read_span(source, span.offset, span.length), span)
 
         session = new_session(
             profile,
@@ -154,13 +178,13 @@ class InspectorApp(App[None]):
             tokenize=False,
             compact=True,
         )
-        session.add_source(str(path), spec.name)
+        session.add_source(display_name(path), spec.name)
         loaded = LoadedSession(session, path, spec, profile, counter, parser, paths=[path])
         state = SessionState(loaded)
         exact = counter.info.exact
         self.call_from_thread(self._loaded, [state])
         with collector_paused(collect=True):
-            self._feed(path, parser, state, counter, exact)
+            self._feed(source, parser, state, counter, exact)
         session.tokenized = True
         state.loaded.profile = calibrate(profile, session)
         subs = [SessionState(sub) for sub in split_threads(loaded)]
@@ -208,11 +232,15 @@ class InspectorApp(App[None]):
         from inspector.loader import LoadedSession, calibrate, counter_for, profile_spec
 
         path = self.request.paths[0]
-        spec = await asyncio.to_thread(_format_of, path, self.request.format_name)
-        profile = self.request.profile_for(await asyncio.to_thread(profile_spec, path, spec))
+        spec, spool = await asyncio.to_thread(
+            _format_of, path, self.request.format_name, self._stop_waiting
+        )
+        source = spool.path if spool is not None else path
+        profile = self.request.profile_for(await asyncio.to_thread(profile_spec, source, spec))
         counter = counter_for(profile)
         state: SessionState | None = None
-        async with aclosing(follow_session(path, spec, profile, counter=counter)) as updates:
+        updates = follow_session(path, spec, profile, counter=counter, spool=spool)
+        async with aclosing(updates):
             async for update in updates:
                 if state is None:
                     loaded = LoadedSession(
@@ -263,6 +291,8 @@ class InspectorApp(App[None]):
             self.post_message(SessionsChanged())
 
     def on_sessions_changed(self, message: SessionsChanged) -> None:
+        if not self.screen_stack:  # a load that ended while the app was closing
+            return
         screen = self.screen
         refresh = getattr(screen, "refresh_from_state", None)
         if refresh is not None:
@@ -394,10 +424,15 @@ class InspectorApp(App[None]):
     # == end of acting ========================================================================
 
 
-def _format_of(path: Path, format_name: str | None) -> FormatSpec:
+def _format_of(
+    path: Path, format_name: str | None, stop: threading.Event
+) -> tuple[FormatSpec, Spool | None]:
+    """The format of the input to follow, and the spool of a stream (see ``follow_format``);
+    a file that does not exist yet is waited for when its format is given."""
     from inspector.formats.registry import get_format
-    from inspector.loader import resolve_format
+    from inspector.loader import follow_format
+    from inspector.sources.stream import is_stream
 
-    if format_name:
-        return get_format(format_name)
-    return resolve_format(path, None)
+    if format_name and not path.exists() and not is_stream(path):
+        return get_format(format_name), None
+    return follow_format(path, format_name, stop)

@@ -150,7 +150,7 @@ async def test_a_missing_file_with_markup_in_its_name_is_a_notification(tmp_path
         await pilot.pause()
         assert app.load_error is not None and "missing[/]file.jsonl" in app.load_error
         shown = on_screen(app)
-        assert "cannot open" in shown  # the notification's title
+        assert "cannot read" in shown  # the notification's title
         assert shown.count("missing[/]file.jsonl") >= 2  # in the notification and the status
 
 
@@ -160,7 +160,7 @@ async def test_a_missing_file_with_escapes_in_its_name_is_shown_safely(tmp_path:
         await wait_for(pilot, lambda: app.load_error is not None)
         await pilot.pause()
         shown = on_screen(app)
-        assert "cannot open" in shown
+        assert "cannot read" in shown
         assert leaks(shown) == []
         assert "␛[31m␛]0;t␇.jsonl" in shown
 

@@ -310,15 +310,27 @@ def test_database_in_use_is_read_with_its_wal(tmp_path: Path) -> None:
         writer.close()
 
 
-def test_wal_file_without_shm_is_not_touched(tmp_path: Path) -> None:
+def test_wal_file_without_shm_is_read_from_a_copy(tmp_path: Path) -> None:
+    """A -wal left without its -shm (a crashed agent) is read through a private copy: its
+    rows are there, and no -shm is made beside the database."""
     path = build_db(tmp_path / "opencode.db", wal=True)
-    Path(f"{path}-wal").write_bytes(b"\x00" * 32)
+    writer = sqlite3.connect(path)
+    writer.execute("PRAGMA wal_autocheckpoint=0")
+    writer.execute(
+        "INSERT INTO session (id, project_id, slug, directory, title, version, time_created, "
+        "time_updated) VALUES ('ses_new', 'prj_1', 'n', '/w', 'Fresh', '1.2.0', 9e12, 9e12)"
+    )
+    writer.commit()
+    saved = {name: Path(f"{path}{name}").read_bytes() for name in ("", "-wal")}
+    writer.close()  # checkpoints and removes the -wal: put back the files as a crash leaves them
+    for name, data in saved.items():
+        Path(f"{path}{name}").write_bytes(data)
     before = _snapshot(tmp_path)
+    assert sorted(before) == ["opencode.db", "opencode.db-wal"]
     sessions = read_database(path)
     assert _snapshot(tmp_path) == before
-    warning = sessions[0].events[0]
-    assert isinstance(warning, ParseIssue) and "-wal file was not read" in warning.reason
-    assert len(sessions) == 2
+    assert "Fresh" in [s.label for s in sessions]
+    assert not any(isinstance(e, ParseIssue) for s in sessions for e in s.events)
 
 
 # ------------------------------------------------------------------------------------------
@@ -613,17 +625,17 @@ def test_session_rows_with_a_data_column(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("fails", ["connect", "query"])
-def test_unreadable_with_mode_ro_falls_back_to_immutable(
+def test_unreadable_with_mode_ro_is_read_from_a_copy(
     db: Path, monkeypatch: pytest.MonkeyPatch, fails: str
 ) -> None:
     real = opencode._connect
     uris: list[str] = []
 
-    def refuse_ro(uri: str) -> sqlite3.Connection:
+    def refuse_ro(uri: str, folder: Path | None = None) -> sqlite3.Connection:
         uris.append(uri)
         if "mode=ro" in uri and fails == "connect":
             raise sqlite3.OperationalError("unable to open database file")
-        con = real(uri)
+        con = real(uri, folder)
         if "mode=ro" in uri:
             con.close()  # its first query fails
         return con
@@ -631,14 +643,15 @@ def test_unreadable_with_mode_ro_falls_back_to_immutable(
     monkeypatch.setattr(opencode, "_connect", refuse_ro)
     con, note = opencode.open_sqlite_readonly(db)
     try:
-        assert note is not None and note.startswith("opened as immutable")
+        assert note is not None and note.startswith("read from a private copy")
         assert "session" in opencode.sqlite_tables(con)
     finally:
         con.close()
-    assert [u.rsplit("?", 1)[1] for u in uris] == ["mode=ro", "immutable=1"]
+    assert uris[0].endswith("?mode=ro") and str(db.parent) in uris[0]
+    assert str(db.parent) not in uris[1]  # the copy, elsewhere
     sessions = read_database(db)
     first = sessions[0].events[0]
-    assert isinstance(first, ParseIssue) and first.reason.startswith("warning: opened as immutable")
+    assert isinstance(first, ParseIssue) and first.reason.startswith("warning: read from a private")
     assert len(sessions) == 2
 
 
