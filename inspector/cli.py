@@ -397,6 +397,7 @@ def _open(args: argparse.Namespace) -> int:
         raise InspectorError("nothing to open", "name a FILE, or run `ctx-inspect demo`")
     if args.follow and len(args.files) != 1:
         raise InspectorError("one file at a time", "--follow follows a single file or folder")
+    _check_openable(args)
     _keys_from_terminal(args.files)
     from inspector.ui.app import InspectorApp, OpenRequest
 
@@ -410,6 +411,33 @@ def _open(args: argparse.Namespace) -> int:
     )
     InspectorApp(request, theme=args.theme).run()
     return 0
+
+
+def _check_openable(args: argparse.Namespace) -> None:
+    """Before the dashboard starts: every path exists (a mistyped command is named as such),
+    and there is a terminal to draw on and to read keys from. Otherwise one line, exit 2."""
+    import difflib
+
+    from inspector.errors import InputError
+    from inspector.sources.stream import is_stdin, is_stream
+
+    for i, path in enumerate(args.files):
+        if path.exists() or is_stream(path) or (args.follow and args.format_name):
+            continue  # a file to be followed may be created later when its format is named
+        word = str(path)
+        close = difflib.get_close_matches(word, COMMANDS, n=1, cutoff=0.6)
+        if i == 0 and close and "/" not in word and "." not in word:
+            raise InputError(
+                "unknown command", f"{word!r} (did you mean `ctx-inspect {close[0]}`?)"
+            )
+        raise InputError("file not found", word)
+    keys_from_tty = any(is_stdin(p) for p in args.files)
+    if not sys.stdout.isatty() or not (sys.stdin.isatty() or keys_from_tty):
+        raise InputError(
+            "no terminal",
+            "the dashboard draws on a terminal and reads keys from it; for a summary in a "
+            "pipe or a script, run `ctx-inspect stats FILE`",
+        )
 
 
 def _keys_from_terminal(paths: Sequence[Path]) -> None:

@@ -228,3 +228,22 @@ def test_stats_follow_prints_a_new_summary_after_each_change(tmp_path: Path) -> 
         proc.wait(timeout=20)
     assert proc.returncode in (0, 130)
     assert "Traceback" not in (proc.stderr.read() if proc.stderr else "")
+
+
+def test_a_mistyped_command_or_a_missing_file_never_opens_the_dashboard(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    assert main(["statz", "x.jsonl"]) == 2
+    assert "unknown command: 'statz' (did you mean `ctx-inspect stats`?)" in capsys.readouterr().err
+    assert main([str(tmp_path / "missing.jsonl")]) == 2
+    assert "file not found" in capsys.readouterr().err
+
+
+def test_without_a_terminal_the_dashboard_is_not_started(
+    capsys: pytest.CaptureFixture[str], chat: Path
+) -> None:
+    """Under pytest standard output is captured (not a terminal): the dashboard would draw
+    into a pipe and wait for keys that never come."""
+    assert main([str(chat)]) == 2
+    err = capsys.readouterr().err
+    assert "no terminal" in err and "ctx-inspect stats" in err
