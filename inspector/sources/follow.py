@@ -75,7 +75,6 @@ MAX_CHAIN: Final = 32  # files rotated in between opened at once (more: found at
 MAX_STEPS: Final = 64  # file switches within one poll before it returns as ``behind``
 LISTING_TRIES: Final = 5  # listings of the rotated files until two agree and all open
 MISSING_LISTED: Final = 8  # missing numbers named one by one; more are named as a range
-_FINISHED_KEPT: Final = 64  # closed files remembered so that a listing never offers them again
 _ROTATION_KEY: Final = re.compile(r"[0-9]{1,20}(?:[-_.][0-9]{1,20}){0,5}", re.ASCII)
 _KEY_SEPARATOR: Final = re.compile(r"[-_.]")
 _READ_FLAGS: Final = (
@@ -181,6 +180,7 @@ def rotated_between(
     floor: int,
     pivot_gone: bool,
     skip: frozenset[_Identity] = frozenset(),
+    by_names: bool = True,
 ) -> ChainPlan:
     """Which of ``siblings`` (the files named like rotations of the followed one) were rotated
     after the file ``pivot`` (the file read last), oldest first, leaving out those in ``skip``
@@ -193,21 +193,22 @@ def rotated_between(
     Dates ascend; numbers descend as logrotate numbers them, or ascend (``.1``, ``.2``, ... in
     the order they were rotated) when the older files have the smaller numbers, or, with no
     older file to tell, when every newer plain file has a larger number than the pivot.
-    Otherwise the order is that of modification times, and when the pivot is gone (compressed,
-    or deleted) the oldest compressed file is taken for its copy.
+    Otherwise (or when ``by_names`` is false: names seen while a rotation renamed them) the
+    order is that of modification times, and when the pivot is gone (compressed, or deleted)
+    the oldest compressed file is taken for its copy.
     """
     found = next((s for s in siblings if s.ident == pivot), None)
     candidates = [
         s for s in siblings if s.ident != pivot and s.ident not in skip and s.mtime_ns >= floor
     ]
     missing: list[str] = []
-    if found is not None and all(s.numbered == found.numbered for s in candidates):
+    if by_names and found is not None and all(s.numbered == found.numbered for s in candidates):
         rank = _rank(found, siblings, candidates, floor)
         newer = sorted((s for s in candidates if rank(s) > rank(found)), key=rank)
         if found.numbered:
             missing = _missing(found, newer, siblings)
     else:
-        newer = sorted(candidates, key=lambda s: (s.mtime_ns, _rank(s, [], [], 0)(s)))  # ties
+        newer = sorted(candidates, key=lambda s: (s.mtime_ns, _name_age(s)))
         if found is None and pivot_gone:
             copy = next((s for s in newer if s.compressed), None)
             newer = [s for s in newer if s is not copy]
@@ -241,6 +242,12 @@ def _rank(
     return lambda s: tuple(-k for k in s.key)
 
 
+def _name_age(rotated: Rotated) -> tuple[int, ...]:
+    """Age order from a name alone (for files modified at the same time): numbers as
+    logrotate gives them (the larger, the older), dates ascending."""
+    return _rank(rotated, [], [], 0)(rotated)
+
+
 def _missing(pivot: Rotated, newer: list[Rotated], siblings: list[Rotated]) -> list[str]:
     if not newer:
         return []
@@ -252,6 +259,80 @@ def _missing(pivot: Rotated, newer: list[Rotated], siblings: list[Rotated]) -> l
         between = sum(1 for n in present if low < n < high)
         return [] if between == high - low - 1 else [f"{stem}{low + 1}..{high - 1}"]
     return [f"{stem}{n}" for n in range(low + 1, high) if n not in present]
+
+
+class _Chain:
+    """The files rotated in between that ``FileFollower`` has found and opened so far."""
+
+    def __init__(self, new: _Open | None) -> None:
+        self.new = new  # the path's file, already open
+        self.new_rotated = False
+        self.found: dict[_Identity, Rotated] = {}  # as the last listing that showed it
+        self.opened: dict[_Identity, _Open] = {}
+        self.failed: dict[_Identity, str] = {}  # why it could not be opened (so far)
+
+    def open(self, files: list[Rotated], opener: Callable[[str], _Open]) -> None:
+        """Open ``files`` (a listing's files in between) by name, unless already open."""
+        self.found.update((r.ident, r) for r in files)
+        for rotated in files:
+            if rotated.ident in self.opened or len(self.opened) >= MAX_CHAIN:
+                continue
+            try:
+                opened = opener(rotated.name)
+            except FileNotFoundError:
+                self.failed[rotated.ident] = "was deleted before it could be read"
+                continue
+            except OSError as exc:
+                self.failed[rotated.ident] = f"could not be read ({exc.strerror or exc})"
+                continue
+            if opened.ident != rotated.ident:  # renamed since it was listed
+                self.failed[rotated.ident] = "was deleted before it could be read"
+            self._keep(opened)
+
+    def _keep(self, opened: _Open) -> None:
+        """Keep a file just opened if it is one of those in between (whatever name it was
+        found under: names move while a rotation is under way)."""
+        ident = opened.ident
+        new = self.new
+        if new is not None and ident == new.ident:
+            os.close(opened.fd)  # the path's file, rotated since it was opened: open already
+            new.name = opened.name
+            opened = new
+        if ident not in self.found or ident in self.opened:
+            if opened is not new:
+                os.close(opened.fd)
+            return
+        self.opened[ident] = opened
+        self.failed.pop(ident, None)
+
+    def ordered(self, plan: ChainPlan | None, listed: set[_Identity]) -> list[_Open]:
+        """The opened files, oldest first. With ``plan`` (from a listing that two agreed on,
+        whose files are ``listed``), the files it leaves out are let go, and its order is
+        kept unless a file opened earlier has left the folder since; else (or then) the order
+        is that of modification times."""
+        if plan is not None:
+            wanted = {r.ident for r in plan.read}
+            for ident, opened in list(self.opened.items()):
+                if ident in listed and ident not in wanted:
+                    if opened is not self.new:
+                        os.close(opened.fd)
+                    del self.opened[ident]
+            ranked = [self.opened[r.ident] for r in plan.read if r.ident in self.opened]
+            if len(ranked) == len(self.opened):
+                return ranked
+
+        def age(o: _Open) -> tuple[int, tuple[int, ...]]:
+            return os.fstat(o.fd).st_mtime_ns, _name_age(self.found[o.ident])
+
+        return sorted(self.opened.values(), key=age)
+
+    def unread(self) -> list[tuple[_Identity, str]]:
+        """The files found that will not be read (not empty), with why."""
+        return [
+            (ident, why)
+            for ident, why in self.failed.items()
+            if ident not in self.opened and self.found[ident].size
+        ]
 
 
 class FileFollower:
@@ -288,7 +369,8 @@ class FileFollower:
         self._generation = 0
         self._retired: OrderedDict[int, _Open] = OrderedDict()  # generation -> its file
         self._queue: deque[_Open] = deque()  # files to read after this one, in order
-        self._finished: OrderedDict[_Identity, tuple[int, int]] = OrderedDict()  # size, mtime
+        # Rotated files read and closed (or reported), with their size and modification time.
+        self._finished: dict[_Identity, tuple[int, int]] = {}
         self._floor = 0  # modification time of the file at the path when it was last seen there
         self._unlisted = False
         self._closed = False
@@ -471,38 +553,46 @@ class FileFollower:
         if new is not None and new.ident == self._ident:
             os.close(new.fd)  # the path names this file again
             return True
-        between = self._open_rotated(out, new, pivot_gone=pivot_gone)
+        between, new_rotated = self._open_rotated(out, new, pivot_gone=pivot_gone)
         self._queue.extend(between)
-        if new is not None:
-            if len(between) < MAX_CHAIN:
+        if new is not None and all(o is not new for o in between):
+            if new_rotated or len(between) >= MAX_CHAIN:
+                os.close(new.fd)  # found in its place in the chain once these are read
+            else:
                 self._queue.append(new)
-            else:  # the rest of the chain is looked for once these are read
-                os.close(new.fd)
         return bool(self._queue)
 
     def _open_rotated(
         self, out: list[Chunk], new: _Open | None, *, pivot_gone: bool
-    ) -> list[_Open]:
-        """Open the files rotated after the current one, oldest first; report the ones that
-        cannot be read.
+    ) -> tuple[list[_Open], bool]:
+        """Open the files rotated after the current one and return them oldest first, report
+        the ones that cannot be read, and say whether ``new`` (the path's file, already open)
+        has been rotated too since it was opened (it is then among them, in its place, unless
+        the chain is longer than ``MAX_CHAIN``).
 
         The folder is listed until two listings agree: a rotation under way renames files while
-        they are listed, and a listing may then miss one. A file that one listing found and the
-        last one does not was deleted before it could be read.
+        they are listed, and a listing may then miss one or show one twice. Each file is opened
+        as soon as a listing shows it, so a name that moves later loses nothing; when the names
+        never settle, the files are ordered by modification time. A file that a listing showed
+        and that could never be opened was deleted before it could be read.
         """
         assert self._ident is not None
         held = {self._ident, *(o.ident for o in self._retired.values())}
-        if new is not None:
-            held.add(new.ident)
-        found: dict[_Identity, Rotated] = {}  # files rotated in between, by any listing
+        chain = _Chain(new)
         previous: set[tuple[str, _Identity]] | None = None
-        for attempt in range(LISTING_TRIES):
-            last = attempt == LISTING_TRIES - 1
+        plan = ChainPlan([], [], [])
+        stable = False
+        for _ in range(LISTING_TRIES):
             try:
-                listing = self._siblings()
+                listed = self._siblings()
             except OSError as exc:
                 self._note_unlisted(out, exc)
-                return []
+                break
+            listing = list({s.ident: s for s in listed}.values())  # one file, two names: once
+            names = {(s.name, s.ident) for s in listing}
+            stable = names == previous and len(listing) == len(listed)
+            previous = names
+            chain.new_rotated |= new is not None and any(s.ident == new.ident for s in listing)
             skip = frozenset(s.ident for s in listing if s.ident in held or self._was_read(s))
             plan = rotated_between(
                 listing,
@@ -510,61 +600,26 @@ class FileFollower:
                 floor=self._floor,
                 pivot_gone=pivot_gone,
                 skip=skip,
+                by_names=stable,  # names still moving: by modification times only
             )
-            found.update((s.ident, s) for s in plan.read)
-            names = {(s.name, s.ident) for s in listing}
-            if names != previous and not last:
-                previous = names
-                continue
-            opened, failed = self._open_all(plan.read[:MAX_CHAIN])
-            if failed and not last:
-                for o in opened:
-                    os.close(o.fd)
-                previous = None
-                continue
-            self._report_unread(out, plan, found, failed, listing, opened)
-            return opened
-        return []  # pragma: no cover - the last try always returns
-
-    def _open_all(self, files: list[Rotated]) -> tuple[list[_Open], dict[_Identity, str]]:
-        opened: list[_Open] = []
-        failed: dict[_Identity, str] = {}
-        for rotated in files:
-            try:
-                opened.append(self._open_rotated_file(rotated))
-            except FileNotFoundError:
-                failed[rotated.ident] = "was deleted before it could be read"
-            except OSError as exc:
-                failed[rotated.ident] = f"could not be read ({exc.strerror or exc})"
-        return opened, failed
-
-    def _report_unread(
-        self,
-        out: list[Chunk],
-        plan: ChainPlan,
-        found: dict[_Identity, Rotated],
-        failed: dict[_Identity, str],
-        listing: list[Rotated],
-        opened: list[_Open],
-    ) -> None:
-        """SKIPPED chunks for the files rotated in between that will not be read."""
-        present = {s.ident for s in listing}
-        got = {o.ident for o in opened}
-        for ident, rotated in found.items():
-            why = failed.get(ident)
-            if why is None and ident not in present:
-                why = "was deleted before it could be read"
-            if why is not None and ident not in got and rotated.size:
-                out.append(
-                    Chunk(Change.SKIPPED, name=rotated.name, reason=why, unread=rotated.size)
-                )
+            chain.open(plan.read, self._open_sibling)
+            if stable and not chain.failed:
+                break
+        present = {ident for _, ident in previous or ()}
+        if stable:  # forget the files read that are gone: their numbers may be given again
+            self._finished = {i: n for i, n in self._finished.items() if i in present}
+        ordered = chain.ordered(plan if stable else None, present)
+        for ident, why in chain.unread():
+            rotated = chain.found[ident]
+            out.append(Chunk(Change.SKIPPED, name=rotated.name, reason=why, unread=rotated.size))
         for rotated in plan.compressed:
-            self._remember(rotated.ident, (rotated.size, rotated.mtime_ns))
+            self._finished[rotated.ident] = (rotated.size, rotated.mtime_ns)  # said once
             reason = "is compressed (not followed)"
             out.append(Chunk(Change.SKIPPED, name=rotated.name, reason=reason))
         for name in plan.missing:
             reason = "is missing (deleted before it could be read)"
             out.append(Chunk(Change.SKIPPED, name=name, reason=reason))
+        return ordered, chain.new_rotated
 
     def _siblings(self) -> list[Rotated]:
         """The regular files beside the followed one named like its rotations."""
@@ -599,25 +654,21 @@ class FileFollower:
                 )
         return out
 
-    def _open_rotated_file(self, rotated: Rotated) -> _Open:
-        """Open a rotated file; FileNotFoundError when another file has its name by now."""
-        fd = os.open(self.path.parent / rotated.name, _READ_FLAGS)
+    def _open_sibling(self, name: str) -> _Open:
+        """Open the file beside the followed one named ``name`` (FileNotFoundError when it is
+        not a regular file any more)."""
+        fd = os.open(self.path.parent / name, _READ_FLAGS | getattr(os, "O_NONBLOCK", 0))
         fst = os.fstat(fd)
-        if _identity(fst) != rotated.ident or not stat.S_ISREG(fst.st_mode):
+        if not stat.S_ISREG(fst.st_mode):
             os.close(fd)
-            raise FileNotFoundError(rotated.name)
-        return _Open(fd, rotated.ident, rotated.name, fst.st_mtime_ns)
+            raise FileNotFoundError(name)
+        return _Open(fd, _identity(fst), name, fst.st_mtime_ns)
 
     def _was_read(self, rotated: Rotated) -> bool:
-        """Whether a listed file is one this follower finished (same size and time: an inode
-        number reused by a new file is not mistaken for it)."""
+        """Whether a listed file is one this follower has finished: the same inode number,
+        size and modification time (a file deleted since may have left its number to a new
+        one)."""
         return self._finished.get(rotated.ident) == (rotated.size, rotated.mtime_ns)
-
-    def _remember(self, ident: _Identity, size_and_time: tuple[int, int]) -> None:
-        self._finished[ident] = size_and_time
-        self._finished.move_to_end(ident)
-        while len(self._finished) > _FINISHED_KEPT:
-            self._finished.popitem(last=False)
 
     def _note_unlisted(self, out: list[Chunk], exc: OSError) -> None:
         if self._unlisted:
@@ -658,7 +709,7 @@ class FileFollower:
     def _close_finished(self, opened: _Open) -> None:
         st = os.fstat(opened.fd)
         if st.st_nlink > 0:
-            self._remember(opened.ident, (st.st_size, st.st_mtime_ns))
+            self._finished[opened.ident] = (st.st_size, st.st_mtime_ns)
         os.close(opened.fd)
 
     # -- reading back ----------------------------------------------------------------------

@@ -561,6 +561,15 @@ def rotate(log: Path, style: str) -> Path:
     return target
 
 
+def rotate_twice(log: Path, middle: bytes, new: bytes) -> Path:
+    """Two logrotate rotations: a file written in between (returned), then a new file."""
+    rotate(log, "logrotate")
+    log.write_bytes(middle)
+    rotated = rotate(log, "logrotate")
+    log.write_bytes(new)
+    return rotated
+
+
 def _age(path: Path, seconds: float = 3600) -> None:
     """Make a file look as old as a rotated file from an earlier run."""
     past = time.time() - seconds
@@ -673,11 +682,7 @@ def test_a_file_compressed_before_it_was_read_is_reported(log: Path) -> None:
     log.write_bytes(b"a1\n")
     with FileFollower(log) as follower:
         follower.poll()
-        rotate(log, "logrotate")
-        log.write_bytes(b"b1\n")
-        rotate(log, "logrotate")  # run.log.2 (read), run.log.1 (not read yet)
-        _compress(log.with_name("run.log.1"))
-        log.write_bytes(b"c1\n")
+        _compress(rotate_twice(log, b"b1\n", b"c1\n"))  # run.log.2 (read), .1 (not read yet)
         chunks = follower.poll()
         assert kinds(chunks) == [Change.SKIPPED, Change.ROTATED, Change.DATA]
         assert chunks[0].name == "run.log.1.gz"
@@ -733,24 +738,33 @@ def test_a_numbered_file_deleted_before_it_was_read_is_reported_missing(log: Pat
         assert data_of(chunks) == b"c1\nd1\n"
 
 
+def _race_the_listing(
+    monkeypatch: pytest.MonkeyPatch, action: Callable[[], object], *, before: bool
+) -> None:
+    """Run ``action`` (the writer's) once, just before or just after the follower first lists
+    the rotated files."""
+    listed = FileFollower._siblings
+    pending = [action]
+
+    def racing(self: FileFollower) -> list[follow_module.Rotated]:
+        if before and pending:
+            pending.pop()()
+        found = listed(self)
+        if pending:
+            pending.pop()()
+        return found
+
+    monkeypatch.setattr(FileFollower, "_siblings", racing)
+
+
 def test_a_file_deleted_between_being_listed_and_opened_is_reported_with_its_size(
     log: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     log.write_bytes(b"a1\n")
     with FileFollower(log) as follower:
         follower.poll()
-        rotate(log, "logrotate")
-        log.write_bytes(b"b1\nb2\n")
-        rotate(log, "logrotate")
-        log.write_bytes(b"c1\n")
-        listed = FileFollower._siblings
-
-        def deleted_once_listed(self: FileFollower) -> list[follow_module.Rotated]:
-            found = listed(self)
-            log.with_name("run.log.1").unlink(missing_ok=True)  # the writer's deletion races us
-            return found
-
-        monkeypatch.setattr(FileFollower, "_siblings", deleted_once_listed)
+        middle = rotate_twice(log, b"b1\nb2\n", b"c1\n")
+        _race_the_listing(monkeypatch, middle.unlink, before=False)
         chunks = follower.poll()
         assert kinds(chunks) == [Change.SKIPPED, Change.ROTATED, Change.DATA]
         assert chunks[0] == Chunk(
@@ -774,3 +788,83 @@ def test_rotation_names(tmp_path: Path) -> None:
     )
     for other in ("run.log", "run.log.", "run.log.1.copy", "run.logs.1", "run.log-wal", "x.1"):
         assert follow_module.rotation_suffix("run.log", other) is None
+
+
+def test_a_file_under_two_rotated_names_is_read_once(log: Path) -> None:
+    log.write_bytes(b"a1\n")
+    with FileFollower(log) as follower:
+        follower.poll()
+        middle = rotate_twice(log, b"b1\n", b"c1\n")
+        os.link(middle, log.with_name("run.log-20250101"))  # a hard link: one file, two names
+        chunks = follower.poll()
+        assert kinds(chunks) == [Change.ROTATED, Change.DATA, Change.ROTATED, Change.DATA]
+        assert data_of(chunks) == b"b1\nc1\n"
+
+
+def test_the_new_file_rotated_while_the_chain_is_listed_keeps_its_place(
+    log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log.write_bytes(b"a1\n")
+    with FileFollower(log) as follower:
+        follower.poll()
+        rotate_twice(log, b"b1\n", b"c1\n")  # c1: the path's file when the follower opens it
+
+        def rotate_again() -> None:
+            rotate(log, "logrotate")
+            log.write_bytes(b"d1\n")
+
+        _race_the_listing(monkeypatch, rotate_again, before=True)
+        chunks = follower.poll()
+        assert data_of(chunks) == b"b1\nc1\nd1\n"
+        assert [c.name for c in chunks if c.change is Change.ROTATED] == [
+            "run.log.2",
+            "run.log.1",
+            "run.log",
+        ]
+
+
+def _rotated(name: str, ino: int, mtime: int, base: str = "run.log") -> follow_module.Rotated:
+    suffix = follow_module.rotation_suffix(base, name)
+    assert suffix is not None
+    key, numbered, compressed = suffix
+    stem = name[: len(base) + 1]
+    return follow_module.Rotated(name, (1, ino), 10, mtime, key, numbered, compressed, stem)
+
+
+def _names(files: list[follow_module.Rotated]) -> list[str]:
+    return [f.name for f in files]
+
+
+def test_which_rotated_files_came_after_the_last_one_read() -> None:
+    between = follow_module.rotated_between
+    old = [_rotated("run.log.5", 5, 10), _rotated("run.log.6.gz", 6, 5)]  # before the last poll
+    logrotate = [_rotated("run.log.3", 3, 100), _rotated("run.log.2", 2, 110)]
+    logrotate += [_rotated("run.log.1", 1, 120), _rotated("run.log.4.gz", 4, 105)]
+    plan = between(old + logrotate, (1, 3), floor=100, pivot_gone=False)
+    assert _names(plan.read) == ["run.log.2", "run.log.1"]  # .4.gz is older than the pivot
+    assert plan.compressed == [] and plan.missing == []
+
+    numbered = [_rotated("run.log.1", 11, 10), _rotated("run.log.7", 7, 100)]
+    numbered += [_rotated("run.log.8", 8, 110), _rotated("run.log.10", 10, 120)]
+    plan = between(numbered, (1, 7), floor=100, pivot_gone=False)
+    assert _names(plan.read) == ["run.log.8", "run.log.10"]
+    assert plan.missing == ["run.log.9"]
+
+    dated = [_rotated("run.log-20250102", 2, 100), _rotated("run.log-20250103", 3, 100)]
+    dated += [_rotated("run.log-20250101", 1, 10), _rotated("run.log-20250104.gz", 4, 120)]
+    plan = between(dated, (1, 2), floor=100, pivot_gone=False)
+    assert _names(plan.read) == ["run.log-20250103"]  # same time: by name
+    assert _names(plan.compressed) == ["run.log-20250104.gz"]
+
+    moving = [_rotated("run.log.2", 2, 130), _rotated("run.log.1", 1, 120)]
+    plan = between(moving + old, (1, 9), floor=100, pivot_gone=False, by_names=False)
+    assert _names(plan.read) == ["run.log.1", "run.log.2"]  # names not trusted: by time
+
+    gone = [_rotated("run.log.2.gz", 2, 110), _rotated("run.log.1.gz", 1, 120)]
+    plan = between(gone, (1, 9), floor=100, pivot_gone=True)
+    assert _names(plan.compressed) == ["run.log.1.gz"]  # .2.gz is the pivot's own copy
+
+    far = [_rotated("run.log.1", 1, 100), _rotated("run.log.40", 40, 110)]
+    plan = between(far, (1, 1), floor=100, pivot_gone=False)
+    assert plan.missing == ["run.log.2..39"]
+    assert between(far, (1, 1), floor=100, pivot_gone=False, skip=frozenset({(1, 40)})).read == []

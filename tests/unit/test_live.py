@@ -426,11 +426,10 @@ def test_follow_stats_calls_back_with_the_current_session(tmp_path: Path, profil
 WRITER = r"""
 import json, os, random, shutil, sys, time
 
-path, ack, plan = sys.argv[1], sys.argv[2], sys.argv[5]
+path, ack, plan, style = sys.argv[1], sys.argv[2], sys.argv[5], sys.argv[6]
 count, seed = int(sys.argv[3]), int(sys.argv[4])
 ops = {int(k): v for k, v in json.loads(plan).items()}
 rng = random.Random(seed)
-ROTATION_GAP = 1.0  # rename rotations need no ack, only not two within one reader's poll
 
 
 def acked(last):
@@ -449,10 +448,21 @@ def wait_ack(last):
         time.sleep(0.002)
 
 
+def rename_away(renames):
+    # logrotate: run.log.N -> run.log.N+1, ..., run.log -> run.log.1; numbered: run.log.K
+    if style == "numbered":
+        os.rename(path, f"{path}.{renames}")
+        return
+    folder, name = os.path.split(path)
+    numbers = [n[len(name) + 1 :] for n in os.listdir(folder) if n.startswith(name + ".")]
+    for number in sorted((int(n) for n in numbers if n.isdigit()), reverse=True):
+        os.rename(f"{path}.{number}", f"{path}.{number + 1}")
+    os.rename(path, f"{path}.1")
+
+
 fh = open(path, "ab", buffering=0)  # O_APPEND: after a truncation, writes land at the new end
 pending = b""
-rotations = 0
-last_rename = 0.0
+renames = copies = 0
 for seq in range(count):
     op = ops.get(seq)
     if op is not None:
@@ -463,15 +473,14 @@ for seq in range(count):
             # Bytes the reader has not read yet would be destroyed: wait until it has them.
             wait_ack(seq - 1)
             if op == "copytruncate":
-                shutil.copyfile(path, f"{path}.{rotations}.copy")
+                copies += 1
+                shutil.copyfile(path, f"{path}.{copies}.copy")
             os.truncate(path, 0)
-        else:  # rename-and-create, no ack
-            time.sleep(max(0.0, last_rename + ROTATION_GAP - time.monotonic()))
+        else:  # rename-and-create, no ack, even a few microseconds after the last one
             fh.close()
-            rotations += 1
-            os.rename(path, f"{path}.{rotations}")
+            renames += 1
+            rename_away(renames)
             fh = open(path, "ab", buffering=0)
-            last_rename = time.monotonic()
     pending += json.dumps({"seq": seq, "pad": "x" * rng.randrange(0, 80)}).encode() + b"\n"
     while pending and rng.random() < 0.6:  # random chunk sizes: lines split across writes
         cut = rng.randint(1, len(pending))
@@ -483,14 +492,17 @@ fh.write(pending)
 fh.close()
 """
 
-PLAN = {
+PLAN = {  # renames at consecutive seqs: one line in between, microseconds apart
     "700": "truncate",
     "1200": "rename",
+    "1201": "rename",
     "1700": "copytruncate",
     "2400": "rename",
     "3100": "truncate",
     "3600": "copytruncate",
     "4300": "rename",
+    "4301": "rename",
+    "4302": "rename",
 }
 
 
@@ -510,8 +522,8 @@ class Acceptance:
         self.changes: list[Change] = []
         self.writer: subprocess.Popen[bytes] | None = None
 
-    def start_writer(self, plan: dict[str, str], seed: int) -> None:
-        args = [str(self.path), str(self.ack), str(self.count), str(seed), json.dumps(plan)]
+    def start_writer(self, plan: dict[str, str], seed: int, style: str = "numbered") -> None:
+        args = [str(self.path), str(self.ack), str(self.count), str(seed), json.dumps(plan), style]
         self.writer = subprocess.Popen([sys.executable, "-c", WRITER, *args])
 
     def take(self, chunks: list[Chunk]) -> bool:
@@ -545,14 +557,16 @@ class Acceptance:
             self.writer.wait()
 
 
-async def _accept_async(tmp_path: Path, count: int, plan: dict[str, str], **kwargs: Any) -> None:
+async def _accept_async(
+    tmp_path: Path, count: int, plan: dict[str, str], style: str = "numbered", **kwargs: Any
+) -> None:
     reader = Acceptance(tmp_path, count)
     stop = asyncio.Event()
     timer = asyncio.get_running_loop().call_later(WAIT, stop.set)
     try:
         stream = follow(reader.path, stop_event=stop, **kwargs)
         async with contextlib.aclosing(stream):
-            reader.start_writer(plan, seed=count)
+            reader.start_writer(plan, seed=count, style=style)
             async for chunks in stream:
                 if reader.take(chunks):
                     stop.set()
@@ -567,19 +581,35 @@ async def test_acceptance_writer_process_async_follow(tmp_path: Path) -> None:
 
 
 async def test_acceptance_writer_process_forced_polling(tmp_path: Path) -> None:
-    plan = {"300": "truncate", "600": "rename", "900": "copytruncate", "1200": "rename"}
-    await _accept_async(tmp_path, 1500, plan, force_polling=True)
+    plan = {
+        "300": "truncate",
+        "600": "rename",
+        "601": "rename",
+        "900": "copytruncate",
+        "1200": "rename",
+        "1201": "rename",
+        "1202": "rename",
+    }
+    await _accept_async(tmp_path, 1500, plan, "logrotate", force_polling=True)
 
 
 def test_acceptance_writer_process_follow_sync(tmp_path: Path) -> None:
-    plan = {"400": "copytruncate", "800": "rename", "1300": "truncate", "1700": "rename"}
+    plan = {
+        "400": "copytruncate",
+        "800": "rename",
+        "801": "rename",
+        "1300": "truncate",
+        "1700": "rename",
+        "1701": "rename",
+        "1702": "rename",
+    }
     reader = Acceptance(tmp_path, 2000)
     stop = threading.Event()
     timer = threading.Timer(WAIT, stop.set)
     timer.start()
     try:
         with FileFollower(reader.path) as follower:
-            reader.start_writer(plan, seed=2000)
+            reader.start_writer(plan, seed=2000, style="logrotate")
             for chunks in follow_sync(reader.path, stop, follower=follower):
                 if reader.take(chunks):
                     stop.set()
