@@ -373,6 +373,8 @@ class FileFollower:
         self._finished: dict[_Identity, tuple[int, int]] = {}
         self._floor = 0  # modification time of the file at the path when it was last seen there
         self._unlisted = False
+        self._listed_at: tuple[int, _Identity | None] | None = None  # folder's time, pivot
+        self._noted: set[tuple[str, _Identity]] = set()  # names said missing, after which file
         self._closed = False
         self._behind = False
         opened = self._open_path()
@@ -458,7 +460,11 @@ class FileFollower:
                 self._release(out)
                 return
             if old.st_nlink > 0 and st.st_size == 0:
-                return  # the new file is still empty; the writer may still be finishing this one
+                # The new file is still empty: the writer may still be finishing this one,
+                # unless it has gone on through files rotated in between since.
+                if not self._queue_between(out):
+                    return
+                continue
             if not self._queue_next(out, pivot_gone=old.st_nlink == 0):
                 self._retire()
                 out.append(Chunk(Change.DELETED, offset=self._offset))
@@ -562,6 +568,20 @@ class FileFollower:
                 self._queue.append(new)
         return bool(self._queue)
 
+    def _queue_between(self, out: list[Chunk]) -> bool:
+        """While the path's new file is still empty, queue the files rotated after the current
+        one, if there are any; the folder is listed again only once it has changed."""
+        try:
+            mark = (os.stat(self.path.parent).st_mtime_ns, self._ident)
+        except OSError:
+            return False
+        if mark == self._listed_at:
+            return False
+        self._listed_at = mark
+        between, _ = self._open_rotated(out, None, pivot_gone=False)
+        self._queue.extend(between)
+        return bool(between)
+
     def _open_rotated(
         self, out: list[Chunk], new: _Open | None, *, pivot_gone: bool
     ) -> tuple[list[_Open], bool]:
@@ -617,8 +637,10 @@ class FileFollower:
             reason = "is compressed (not followed)"
             out.append(Chunk(Change.SKIPPED, name=rotated.name, reason=reason))
         for name in plan.missing:
-            reason = "is missing (deleted before it could be read)"
-            out.append(Chunk(Change.SKIPPED, name=name, reason=reason))
+            if (name, self._ident) not in self._noted:
+                self._noted.add((name, self._ident))
+                reason = "is missing (deleted before it could be read)"
+                out.append(Chunk(Change.SKIPPED, name=name, reason=reason))
         return ordered, chain.new_rotated
 
     def _siblings(self) -> list[Rotated]:

@@ -640,6 +640,22 @@ def test_an_empty_file_in_between_is_a_rotation_with_nothing_to_read(log: Path) 
         assert data_of(chunks) == b"c1\n"
 
 
+def test_a_file_in_between_is_read_while_the_new_file_is_still_empty(log: Path) -> None:
+    log.write_bytes(b"a1\n")
+    with FileFollower(log) as follower:
+        follower.poll()
+        rotate_twice(log, b"b1\n", b"")  # the writer has not written to the new file yet
+        chunks = follower.poll()
+        assert kinds(chunks) == [Change.ROTATED, Change.DATA]
+        assert data_of(chunks) == b"b1\n"
+        assert follower.poll() == []  # the new file is still empty: nothing to switch to yet
+        append(log, b"c1\n")
+        chunks = follower.poll()
+        assert kinds(chunks) == [Change.ROTATED, Change.DATA]
+        assert chunks[0].name == "run.log"
+        assert data_of(chunks) == b"c1\n"
+
+
 def test_a_chain_read_in_small_batches_loses_nothing_when_its_files_are_deleted(
     log: Path,
 ) -> None:
