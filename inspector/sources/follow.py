@@ -654,11 +654,11 @@ class FileFollower:
                 if suffix is None:
                     continue
                 try:
-                    st = os.stat(folder / entry.name)
+                    st = os.lstat(folder / entry.name)
                 except OSError:
                     continue  # gone since it was listed
                 if not stat.S_ISREG(st.st_mode):
-                    continue
+                    continue  # a rotated file is a plain file, never a link to one elsewhere
                 key, numbered, compressed = suffix
                 stem = entry.name[: len(base) + 1]
                 ident = _identity(st)
@@ -678,8 +678,9 @@ class FileFollower:
 
     def _open_sibling(self, name: str) -> _Open:
         """Open the file beside the followed one named ``name`` (FileNotFoundError when it is
-        not a regular file any more)."""
-        fd = os.open(self.path.parent / name, _READ_FLAGS | getattr(os, "O_NONBLOCK", 0))
+        not a plain file any more; never through a symbolic link, never blocking on a FIFO)."""
+        flags = _READ_FLAGS | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(self.path.parent / name, flags)
         fst = os.fstat(fd)
         if not stat.S_ISREG(fst.st_mode):
             os.close(fd)

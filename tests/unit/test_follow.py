@@ -884,3 +884,18 @@ def test_which_rotated_files_came_after_the_last_one_read() -> None:
     plan = between(far, (1, 1), floor=100, pivot_gone=False)
     assert plan.missing == ["run.log.2..39"]
     assert between(far, (1, 1), floor=100, pivot_gone=False, skip=frozenset({(1, 40)})).read == []
+
+
+def test_links_and_fifos_named_like_rotated_files_are_left_alone(log: Path, tmp_path: Path) -> None:
+    log.write_bytes(b"a1\n")
+    with FileFollower(log) as follower:
+        follower.poll()
+        rotate(log, "numbered")
+        elsewhere = tmp_path / "elsewhere.txt"
+        elsewhere.write_bytes(b"not a log\n")
+        log.with_name("run.log.2").symlink_to(elsewhere)
+        os.mkfifo(log.with_name("run.log.3"))  # opening it for reading would block
+        log.write_bytes(b"b1\n")
+        chunks = follower.poll()
+        assert kinds(chunks) == [Change.ROTATED, Change.DATA]
+        assert data_of(chunks) == b"b1\n"

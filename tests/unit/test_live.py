@@ -745,6 +745,34 @@ def _accept_polled(tmp_path: Path, style: str, seed: int, bursts: tuple[int, ...
         reader.follower.close()
 
 
+def test_a_rotated_file_deleted_before_it_was_read_is_a_marker_in_the_session(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "run.log"
+    path.write_bytes(seq_lines(0, 1))
+    reader = PolledReader(path, read_size=4096)
+    try:
+        reader.poll()
+        for start in (1, 2, 3):  # run.log.1 (read), .2 and .3 (not read yet)
+            rotate(path, "numbered")
+            path.write_bytes(seq_lines(start, start + 1))
+        path.with_name("run.log.2").unlink()
+        reader.poll()
+        assert reader.seqs == [0, 2, 3]
+        assert texts(reader.live.session.events()) == [
+            "0",
+            "run.log.2 is missing (deleted before it could be read); lines in it may be lost",
+            "run.log was rotated more than once since it was last read; "
+            "reading run.log.3, written in between, first",
+            "2",
+            "run.log was rotated; now reading the new file",
+            "3",
+        ]
+    finally:
+        reader.live.close()
+        reader.follower.close()
+
+
 @pytest.mark.parametrize("style", ["logrotate", "numbered", "dated"])
 def test_acceptance_two_rotations_between_polls(tmp_path: Path, style: str) -> None:
     _accept_polled(tmp_path, style, seed=2, bursts=(2,))
