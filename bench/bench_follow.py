@@ -10,9 +10,16 @@ p99 and max for each mode:
 - ``polling``: ``force_polling=True`` (watchfiles polls the folder every ``--poll-delay-ms``);
 - ``sync``: ``follow_sync`` (the headless path) with native notifications.
 
+``--rotate-every N`` makes the writer rotate its file as logrotate does (``run.log.N`` becomes
+``run.log.N+1``, ..., ``run.log`` becomes ``run.log.1``) twice in a row every N lines, with one
+line written in between: two rotations microseconds apart, closer together than any poll, so
+that line is read from the rotated chain. ``lines`` in the output then says whether every line
+arrived.
+
 Targets (native): median <= 50 ms, p99 <= 200 ms.
 
     .venv/bin/python bench/bench_follow.py [--lines 500] [--modes native,polling,sync]
+        [--rotate-every 0]
 """
 
 from __future__ import annotations
@@ -44,15 +51,36 @@ from inspector.sources.follow import (
 )
 
 WRITER = r"""
-import sys, time
+import os, sys, time
 path, lines, interval = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+rotate_every = int(sys.argv[4])
+
+
+def rotate():
+    folder, name = os.path.split(path)
+    numbers = [n[len(name) + 1 :] for n in os.listdir(folder) if n.startswith(name + ".")]
+    for number in sorted((int(n) for n in numbers if n.isdigit()), reverse=True):
+        os.rename(f"{path}.{number}", f"{path}.{number + 1}")
+    os.rename(path, f"{path}.1")
+
+
 time.sleep(0.5)  # let the reader start watching
-with open(path, "ab", buffering=0) as fh:
-    next_at = time.monotonic()
-    for seq in range(lines):
+fh = open(path, "ab", buffering=0)
+next_at = time.monotonic()
+for seq in range(lines):
+    if rotate_every and seq and seq % rotate_every == 0:
+        fh.close()
+        rotate()
+        fh = open(path, "ab", buffering=0)
         fh.write(b"%d %d\n" % (seq, time.time_ns()))
-        next_at += interval
-        time.sleep(max(0.0, next_at - time.monotonic()))
+        fh.close()
+        rotate()  # microseconds after the first one: this line's file is in between
+        fh = open(path, "ab", buffering=0)
+    else:
+        fh.write(b"%d %d\n" % (seq, time.time_ns()))
+    next_at += interval
+    time.sleep(max(0.0, next_at - time.monotonic()))
+fh.close()
 """
 
 
@@ -89,15 +117,17 @@ class Latencies:
         }
 
 
-def start_writer(path: Path, lines: int, interval_ms: float) -> subprocess.Popen[bytes]:
-    args = [str(path), str(lines), str(interval_ms / 1000)]
+def start_writer(
+    path: Path, lines: int, interval_ms: float, rotate_every: int
+) -> subprocess.Popen[bytes]:
+    args = [str(path), str(lines), str(interval_ms / 1000), str(rotate_every)]
     return subprocess.Popen([sys.executable, "-c", WRITER, *args])
 
 
 async def run_async(path: Path, args: argparse.Namespace, force_polling: bool) -> Latencies:
     result = Latencies(args.lines)
     stop = asyncio.Event()
-    writer = start_writer(path, args.lines, args.interval_ms)
+    writer = start_writer(path, args.lines, args.interval_ms, args.rotate_every)
     deadline = asyncio.get_running_loop().call_later(
         args.lines * args.interval_ms / 1000 + 30, stop.set
     )
@@ -122,7 +152,7 @@ async def run_async(path: Path, args: argparse.Namespace, force_polling: bool) -
 def run_sync(path: Path, args: argparse.Namespace) -> Latencies:
     result = Latencies(args.lines)
     stop = threading.Event()
-    writer = start_writer(path, args.lines, args.interval_ms)
+    writer = start_writer(path, args.lines, args.interval_ms, args.rotate_every)
     timer = threading.Timer(args.lines * args.interval_ms / 1000 + 30, stop.set)
     timer.start()
     try:
@@ -150,6 +180,7 @@ def main() -> int:
     parser.add_argument("--step-ms", type=int, default=STEP_MS)
     parser.add_argument("--poll-delay-ms", type=int, default=POLL_DELAY_MS)
     parser.add_argument("--poll-interval", type=float, default=POLL_INTERVAL)
+    parser.add_argument("--rotate-every", type=int, default=0)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
@@ -157,7 +188,8 @@ def main() -> int:
         f"# {platform.system()} {platform.machine()}, Python {platform.python_version()}, "
         f"watchfiles {watchfiles.VERSION}, {os.cpu_count()} CPUs; {args.lines} lines every "
         f"{args.interval_ms:g} ms; debounce {args.debounce_ms} ms, step {args.step_ms} ms, "
-        f"poll delay {args.poll_delay_ms} ms, periodic poll {args.poll_interval:g} s",
+        f"poll delay {args.poll_delay_ms} ms, periodic poll {args.poll_interval:g} s"
+        + (f"; two rotations every {args.rotate_every} lines" if args.rotate_every else ""),
         file=sys.stderr,
     )
     results: dict[str, dict[str, float]] = {}

@@ -3,10 +3,13 @@
 ``LiveSource`` is the glue for one followed input. Its ``apply(chunks)`` feeds new bytes to the
 format's parser and appends the events to the session in one batch. When the file was
 truncated, rotated or re-created it first flushes the parser, appends a ``Marker`` that says
-so, starts the parser afresh and gives the new file its own source index (``Session.sources``
-gets one more entry with the same path), so byte spans of the old file are never read from the
-new one: ``read_back`` reads them through the follower (a rotated file stays readable for a
-while through its descriptor) or returns nothing when those bytes are gone.
+so (one for each file read after several rotations between two reads), starts the parser
+afresh and gives the new file its own source index (``Session.sources`` gets one more entry
+with the same path), so byte spans of the old file are never read from the new one:
+``read_back`` reads them through the follower (a rotated file stays readable for a while
+through its descriptor) or returns nothing when those bytes are gone. A file rotated in between
+that could not be read (compressed, deleted before it was opened) gets a Marker that says its
+lines may be lost, with how many bytes were not read when that is known.
 
 Whole-input formats (``FormatSpec.snapshot``: SQLite databases, storage folders) and formats
 read as one JSON document (a ``DocumentParser``) cannot be read by appends: they are re-read
@@ -144,10 +147,10 @@ class LiveSource:
             if not self._ended:
                 out.extend(parser.finish())
                 self._ended = True
-            out.append(Marker(text=self._marker_text(chunk.change)))
+            out.append(Marker(text=self._marker_text(chunk)))
             if chunk.change is Change.DELETED:
                 self._deleted = True
-            else:
+            elif chunk.change is not Change.SKIPPED:
                 self._next_file()
         if out:
             self.session.append(out)
@@ -163,12 +166,22 @@ class LiveSource:
             self.session.append(out)
         return out
 
-    def _marker_text(self, change: Change) -> str:
+    def _marker_text(self, chunk: Chunk) -> str:
         name = self.name
+        change = chunk.change
         if change is Change.TRUNCATED:
             return f"{name} was truncated; reading it again from the start"
         if change is Change.ROTATED:
+            if chunk.name and chunk.name != name:
+                return (
+                    f"{name} was rotated more than once since it was last read; "
+                    f"reading {chunk.name}, written in between, first"
+                )
             return f"{name} was rotated; now reading the new file"
+        if change is Change.SKIPPED:
+            if chunk.unread is not None:
+                return f"{chunk.name} {chunk.reason}; {chunk.unread:,} bytes not read: lines lost"
+            return f"{chunk.name} {chunk.reason}; lines in it may be lost"
         if change is Change.DELETED:
             return f"{name} was deleted; waiting for it to come back"
         if self._deleted:

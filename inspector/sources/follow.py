@@ -14,7 +14,16 @@
   ``ROTATED`` and the new file from 0. While the new file is still empty and the old one still
   exists under another name, the follower keeps reading the old one (a writer finishes its last
   lines there before it moves on), so bytes written to the old file before the switch are never
-  lost. Two rotations between two polls skip the middle file (nothing says where it went);
+  lost;
+- several rotations between two polls: the files rotated in between are looked for among the
+  path's rotated siblings (``run.log.1``, ``run.log.2``, ``run.log-20250101``, ...; see
+  ``rotated_between``) and read, oldest first, each after its own ``ROTATED`` (whose ``name``
+  says which file it is), before the file the path names now. Each is opened as soon as it is
+  found, so deleting it afterwards loses nothing; no file is read twice. A file in between that
+  cannot be read gives a ``SKIPPED`` chunk (its name, why, and how many bytes were not read when
+  that is known): it was compressed (``run.log.1.gz``), deleted between being listed and being
+  opened, is missing from a numbered chain (``run.log.3`` and ``run.log.1`` but no
+  ``run.log.2``), or cannot be opened;
 - no file at the path: if the old file was only renamed, it is followed until a new file
   appears (then ``ROTATED``); if it was deleted, it is read to its end, then ``DELETED`` and
   the follower waits; when the path exists again, ``CREATED`` and the new file from 0. A path
@@ -38,11 +47,12 @@ import asyncio
 import contextlib
 import os
 import queue
+import re
 import stat
 import threading
 import time
-from collections import OrderedDict
-from collections.abc import AsyncGenerator, Generator, Iterator
+from collections import OrderedDict, deque
+from collections.abc import AsyncGenerator, Callable, Generator, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -60,6 +70,13 @@ POLL_INTERVAL: Final = 0.5
 POLL_DELAY_MS: Final = 50  # watchfiles' own polling period when polling is forced
 FORCE_POLLING_ENV: Final = "CTX_INSPECT_FORCE_POLLING"
 ROTATION_SEPARATORS: Final = (".", "-", "_")
+COMPRESSED_SUFFIXES: Final = (".gz", ".bz2", ".xz", ".zst", ".lz4", ".lzma", ".lzo", ".br", ".Z")
+MAX_CHAIN: Final = 32  # files rotated in between opened at once (more: found at the next step)
+MAX_STEPS: Final = 64  # file switches within one poll before it returns as ``behind``
+LISTING_TRIES: Final = 5  # listings of the rotated files until two agree and all open
+MISSING_LISTED: Final = 8  # missing numbers named one by one; more are named as a range
+_ROTATION_KEY: Final = re.compile(r"[0-9]{1,20}(?:[-_.][0-9]{1,20}){0,5}", re.ASCII)
+_KEY_SEPARATOR: Final = re.compile(r"[-_.]")
 _READ_FLAGS: Final = (
     os.O_RDONLY
     | getattr(os, "O_CLOEXEC", 0)
@@ -81,9 +98,10 @@ class Change(StrEnum):
 
     DATA = "data"  # new bytes at ``offset``
     TRUNCATED = "truncated"  # the file got shorter (or was rewritten in place); reading from 0
-    ROTATED = "rotated"  # the path names a new file; the old one was read to its end first
+    ROTATED = "rotated"  # another file is read next, from 0 (``name``); the last one was finished
     DELETED = "deleted"  # the path is gone; waiting for it to come back
     CREATED = "created"  # the path exists again (or for the first time); reading from 0
+    SKIPPED = "skipped"  # a file rotated in between could not be read (``name``, ``reason``)
 
 
 @dataclass
@@ -91,6 +109,9 @@ class Chunk:
     change: Change
     data: bytes = b""
     offset: int = 0  # DATA: offset of data's first byte; DELETED: where reading stopped
+    name: str = ""  # ROTATED: the name the next file was found under; SKIPPED: the file's name
+    reason: str = ""  # SKIPPED: why it was not read, as a phrase after its name
+    unread: int | None = None  # SKIPPED: how many bytes were not read, when that is known
 
 
 _Identity = tuple[int, int]  # (st_dev, st_ino)
@@ -98,6 +119,220 @@ _Identity = tuple[int, int]  # (st_dev, st_ino)
 
 def _identity(st: os.stat_result) -> _Identity:
     return (st.st_dev, st.st_ino)
+
+
+@dataclass
+class _Open:
+    """A file this follower holds a descriptor on."""
+
+    fd: int
+    ident: _Identity
+    name: str  # the name it was opened under
+    mtime_ns: int
+
+
+@dataclass(frozen=True)
+class Rotated:
+    """A file named like a rotation of the followed one: ``run.log.2``, ``run.log-20250101.gz``."""
+
+    name: str
+    ident: _Identity
+    size: int
+    mtime_ns: int
+    key: tuple[int, ...]  # the numbers in its suffix
+    numbered: bool  # a rotation number (``.1``, ``.2``), not a date
+    compressed: bool
+    stem: str  # the followed file's name and the separator: ``run.log.``
+
+
+def rotation_suffix(base: str, name: str) -> tuple[tuple[int, ...], bool, bool] | None:
+    """For a file ``name`` beside the followed file ``base``: the numbers of its rotation
+    suffix, whether they are a rotation number (not a date) and whether it is compressed; None
+    when ``name`` is not named like a rotation of ``base``."""
+    if len(name) <= len(base) + 1 or not name.startswith(base):
+        return None
+    separator = name[len(base)]
+    if separator not in ROTATION_SEPARATORS:
+        return None
+    rest = name[len(base) + 1 :]
+    compressed = rest.endswith(COMPRESSED_SUFFIXES)
+    if compressed:
+        rest = rest[: rest.rindex(".")]
+    if _ROTATION_KEY.fullmatch(rest) is None:
+        return None
+    key = tuple(int(part) for part in _KEY_SEPARATOR.split(rest))
+    return key, len(key) == 1 and len(rest) < 8, compressed
+
+
+@dataclass
+class ChainPlan:
+    """The files rotated after the one read last, as ``rotated_between`` finds them."""
+
+    read: list[Rotated]  # plain files, oldest first
+    compressed: list[Rotated]  # compressed ones (they cannot be followed)
+    missing: list[str]  # names absent from a numbered chain between the last file and those
+
+
+def rotated_between(
+    siblings: list[Rotated],
+    pivot: _Identity,
+    *,
+    floor: int,
+    pivot_gone: bool,
+    skip: frozenset[_Identity] = frozenset(),
+    by_names: bool = True,
+) -> ChainPlan:
+    """Which of ``siblings`` (the files named like rotations of the followed one) were rotated
+    after the file ``pivot`` (the file read last), oldest first, leaving out those in ``skip``
+    (files this follower holds or has read).
+
+    Such a file was created at the path after the last poll that saw a file there, so it was
+    modified at or after ``floor`` (that file's modification time then): older files are left
+    alone. When the pivot is among the siblings and the names say the order, only files on the
+    newer side of the pivot count, in name order, and numbers missing between them are named.
+    Dates ascend; numbers descend as logrotate numbers them, or ascend (``.1``, ``.2``, ... in
+    the order they were rotated) when the older files have the smaller numbers, or, with no
+    older file to tell, when every newer plain file has a larger number than the pivot.
+    Otherwise (or when ``by_names`` is false: names seen while a rotation renamed them) the
+    order is that of modification times, and when the pivot is gone (compressed, or deleted)
+    the oldest compressed file is taken for its copy.
+    """
+    found = next((s for s in siblings if s.ident == pivot), None)
+    candidates = [
+        s for s in siblings if s.ident != pivot and s.ident not in skip and s.mtime_ns >= floor
+    ]
+    missing: list[str] = []
+    if by_names and found is not None and all(s.numbered == found.numbered for s in candidates):
+        rank = _rank(found, siblings, candidates, floor)
+        newer = sorted((s for s in candidates if rank(s) > rank(found)), key=rank)
+        if found.numbered:
+            missing = _missing(found, newer, siblings)
+    else:
+        newer = sorted(candidates, key=lambda s: (s.mtime_ns, _name_age(s)))
+        if found is None and pivot_gone:
+            copy = next((s for s in newer if s.compressed), None)
+            newer = [s for s in newer if s is not copy]
+    return ChainPlan(
+        read=[s for s in newer if not s.compressed],
+        compressed=[s for s in newer if s.compressed],
+        missing=missing,
+    )
+
+
+def _rank(
+    pivot: Rotated, siblings: list[Rotated], candidates: list[Rotated], floor: int
+) -> Callable[[Rotated], tuple[int, ...]]:
+    """Age order of rotated names like ``pivot``'s, oldest first (see ``rotated_between``)."""
+    if not pivot.numbered:
+        return lambda s: s.key
+    older = {
+        s.key > pivot.key
+        for s in siblings
+        if s.numbered and s.stem == pivot.stem and s.mtime_ns < floor
+    }
+    if older == {False}:
+        ascending = True
+    elif older == {True}:
+        ascending = False
+    else:
+        plain = [s for s in candidates if not s.compressed]
+        ascending = bool(plain) and all(s.key > pivot.key for s in plain)
+    if ascending:
+        return lambda s: s.key
+    return lambda s: tuple(-k for k in s.key)
+
+
+def _name_age(rotated: Rotated) -> tuple[int, ...]:
+    """Age order from a name alone (for files modified at the same time): numbers as
+    logrotate gives them (the larger, the older), dates ascending."""
+    return _rank(rotated, [], [], 0)(rotated)
+
+
+def _missing(pivot: Rotated, newer: list[Rotated], siblings: list[Rotated]) -> list[str]:
+    if not newer:
+        return []
+    numbers = [s.key[0] for s in newer]
+    low, high = min(*numbers, pivot.key[0]), max(*numbers, pivot.key[0])
+    stem = pivot.stem
+    present = {s.key[0] for s in siblings if s.numbered and s.stem == stem}
+    if high - low - 1 > MISSING_LISTED:
+        between = sum(1 for n in present if low < n < high)
+        return [] if between == high - low - 1 else [f"{stem}{low + 1}..{high - 1}"]
+    return [f"{stem}{n}" for n in range(low + 1, high) if n not in present]
+
+
+class _Chain:
+    """The files rotated in between that ``FileFollower`` has found and opened so far."""
+
+    def __init__(self, new: _Open | None) -> None:
+        self.new = new  # the path's file, already open
+        self.new_rotated = False
+        self.found: dict[_Identity, Rotated] = {}  # as the last listing that showed it
+        self.opened: dict[_Identity, _Open] = {}
+        self.failed: dict[_Identity, str] = {}  # why it could not be opened (so far)
+
+    def open(self, files: list[Rotated], opener: Callable[[str], _Open]) -> None:
+        """Open ``files`` (a listing's files in between) by name, unless already open."""
+        self.found.update((r.ident, r) for r in files)
+        for rotated in files:
+            if rotated.ident in self.opened or len(self.opened) >= MAX_CHAIN:
+                continue
+            try:
+                opened = opener(rotated.name)
+            except FileNotFoundError:
+                self.failed[rotated.ident] = "was deleted before it could be read"
+                continue
+            except OSError as exc:
+                self.failed[rotated.ident] = f"could not be read ({exc.strerror or exc})"
+                continue
+            if opened.ident != rotated.ident:  # renamed since it was listed
+                self.failed[rotated.ident] = "was deleted before it could be read"
+            self._keep(opened)
+
+    def _keep(self, opened: _Open) -> None:
+        """Keep a file just opened if it is one of those in between (whatever name it was
+        found under: names move while a rotation is under way)."""
+        ident = opened.ident
+        new = self.new
+        if new is not None and ident == new.ident:
+            os.close(opened.fd)  # the path's file, rotated since it was opened: open already
+            new.name = opened.name
+            opened = new
+        if ident not in self.found or ident in self.opened:
+            if opened is not new:
+                os.close(opened.fd)
+            return
+        self.opened[ident] = opened
+        self.failed.pop(ident, None)
+
+    def ordered(self, plan: ChainPlan | None, listed: set[_Identity]) -> list[_Open]:
+        """The opened files, oldest first. With ``plan`` (from a listing that two agreed on,
+        whose files are ``listed``), the files it leaves out are let go, and its order is
+        kept unless a file opened earlier has left the folder since; else (or then) the order
+        is that of modification times."""
+        if plan is not None:
+            wanted = {r.ident for r in plan.read}
+            for ident, opened in list(self.opened.items()):
+                if ident in listed and ident not in wanted:
+                    if opened is not self.new:
+                        os.close(opened.fd)
+                    del self.opened[ident]
+            ranked = [self.opened[r.ident] for r in plan.read if r.ident in self.opened]
+            if len(ranked) == len(self.opened):
+                return ranked
+
+        def age(o: _Open) -> tuple[int, tuple[int, ...]]:
+            return os.fstat(o.fd).st_mtime_ns, _name_age(self.found[o.ident])
+
+        return sorted(self.opened.values(), key=age)
+
+    def unread(self) -> list[tuple[_Identity, str]]:
+        """The files found that will not be read (not empty), with why."""
+        return [
+            (ident, why)
+            for ident, why in self.failed.items()
+            if ident not in self.opened and self.found[ident].size
+        ]
 
 
 class FileFollower:
@@ -128,16 +363,28 @@ class FileFollower:
         self._lock = threading.RLock()
         self._fd: int | None = None
         self._ident: _Identity | None = None
+        self._name = self.path.name
         self._offset = start
         self._tail = b""
         self._generation = 0
-        self._retired: OrderedDict[int, int] = OrderedDict()  # generation -> descriptor
+        self._retired: OrderedDict[int, _Open] = OrderedDict()  # generation -> its file
+        self._queue: deque[_Open] = deque()  # files to read after this one, in order
+        # Rotated files read and closed (or reported), with their size and modification time.
+        self._finished: dict[_Identity, tuple[int, int]] = {}
+        self._floor = 0  # modification time of the file at the path when it was last seen there
+        self._unlisted = False
+        self._listed_at: tuple[int, _Identity | None] | None = None  # folder's time, pivot
+        self._noted: set[tuple[str, _Identity]] = set()  # names said missing, after which file
         self._closed = False
         self._behind = False
-        if self._open_current() and start:
-            self._offset = start
-            first = max(0, start - TAIL_BYTES)
-            self._tail = _pread(self._fd_now(), start - first, first)
+        opened = self._open_path()
+        if opened is not None:
+            self._use(opened)
+            self._floor = opened.mtime_ns
+            if start:
+                self._offset = start
+                first = max(0, start - TAIL_BYTES)
+                self._tail = _pread(opened.fd, start - first, first)
 
     # -- state -----------------------------------------------------------------------------
 
@@ -179,37 +426,51 @@ class FileFollower:
         self._behind = False
         st = self._stat_path()
         if self._fd is None:
-            if st is None or not self._open_current():
+            if st is None:
                 return
+            opened = self._open_path()
+            if opened is None:
+                return
+            self._use(opened)
+            self._floor = opened.mtime_ns
             self._generation += 1
             out.append(Chunk(Change.CREATED))
             self._read(out, budget)
             return
-        fd = self._fd
-        old = os.fstat(fd)
-        if old.st_size < self._offset or not self._tail_intact(fd):
-            self._restart(out, Change.TRUNCATED)  # cut (and maybe refilled) since the last poll
-        if st is not None and _identity(st) == self._ident:
-            self._read(out, budget)
-            return
-        # The path names another file, or nothing: finish the old one first.
-        if not self._read(out, budget):
-            return  # more to drain before switching; the caller polls again
-        if st is None:
-            if old.st_nlink > 0:
-                return  # renamed away and not re-created yet: keep following it
-            self._release(out)
-            return
-        if old.st_nlink > 0 and st.st_size == 0:
-            return  # the new file is still empty; the writer may still be finishing the old one
-        self._retire()
-        if not self._open_current():
-            out.append(Chunk(Change.DELETED, offset=self._offset))
-            self._offset = 0
-            return
-        self._generation += 1
-        out.append(Chunk(Change.ROTATED))
-        self._read(out, budget)
+        for steps in range(MAX_STEPS):
+            if steps:
+                st = self._stat_path()
+            fd = self._fd_now()
+            old = os.fstat(fd)
+            if old.st_size < self._offset or not self._tail_intact(fd):
+                self._restart(out, Change.TRUNCATED)  # cut (and maybe refilled) since the last poll
+            if st is not None and _identity(st) == self._ident:
+                self._floor = st.st_mtime_ns
+                self._read(out, budget)
+                return
+            # The path names another file, or nothing: finish this one first.
+            if not self._read(out, budget):
+                return  # more to drain before switching; the caller polls again
+            if self._queue:
+                self._advance(out)
+                continue
+            if st is None:
+                if old.st_nlink > 0:
+                    return  # renamed away and not re-created yet: keep following it
+                self._release(out)
+                return
+            if old.st_nlink > 0 and st.st_size == 0:
+                # The new file is still empty: the writer may still be finishing this one,
+                # unless it has gone on through files rotated in between since.
+                if not self._queue_between(out):
+                    return
+                continue
+            if not self._queue_next(out, pivot_gone=old.st_nlink == 0):
+                self._retire()
+                out.append(Chunk(Change.DELETED, offset=self._offset))
+                self._offset = 0
+                return
+        self._behind = True  # rotated again and again while being read: the caller polls again
 
     def _stat_path(self) -> os.stat_result | None:
         try:
@@ -219,14 +480,14 @@ class FileFollower:
         _check_kind(self.path, st)
         return st
 
-    def _open_current(self) -> bool:
-        """Open the file the path names now; False when there is none."""
+    def _open_path(self) -> _Open | None:
+        """Open the file the path names now; None when there is none."""
         try:
             st = os.stat(self.path)
             _check_kind(self.path, st)  # before open(): opening a FIFO would block
             fd = os.open(self.path, _READ_FLAGS)
         except (FileNotFoundError, NotADirectoryError):
-            return False
+            return None
         except OSError as exc:
             raise InputError("cannot read file", f"{self.path}: {exc.strerror or exc}") from exc
         fst = os.fstat(fd)
@@ -235,11 +496,14 @@ class FileFollower:
         except InputError:
             os.close(fd)
             raise
-        self._fd = fd
-        self._ident = _identity(fst)
+        return _Open(fd, _identity(fst), self.path.name, fst.st_mtime_ns)
+
+    def _use(self, opened: _Open) -> None:
+        self._fd = opened.fd
+        self._ident = opened.ident
+        self._name = opened.name
         self._offset = 0
         self._tail = b""
-        return True
 
     def _fd_now(self) -> int:
         assert self._fd is not None
@@ -277,6 +541,170 @@ class FileFollower:
             if budget[0] > 0:
                 budget[0] -= len(data)
 
+    def _advance(self, out: list[Chunk]) -> None:
+        """The current file is finished: read the next queued one from 0."""
+        self._retire()
+        opened = self._queue.popleft()
+        self._use(opened)
+        self._generation += 1
+        out.append(Chunk(Change.ROTATED, name=opened.name))
+
+    # -- rotations between two polls -------------------------------------------------------
+
+    def _queue_next(self, out: list[Chunk], *, pivot_gone: bool) -> bool:
+        """The path names another file than the one just finished: queue the files rotated in
+        between (opened now, so that deleting them later loses nothing), then the path's file.
+        False when there is nothing to read next (the path's file vanished meanwhile)."""
+        new = self._open_path()
+        if new is not None and new.ident == self._ident:
+            os.close(new.fd)  # the path names this file again
+            return True
+        between, new_rotated = self._open_rotated(out, new, pivot_gone=pivot_gone)
+        self._queue.extend(between)
+        if new is not None and all(o is not new for o in between):
+            if new_rotated or len(between) >= MAX_CHAIN:
+                os.close(new.fd)  # found in its place in the chain once these are read
+            else:
+                self._queue.append(new)
+        return bool(self._queue)
+
+    def _queue_between(self, out: list[Chunk]) -> bool:
+        """While the path's new file is still empty, queue the files rotated after the current
+        one, if there are any; the folder is listed again only once it has changed."""
+        try:
+            mark = (os.stat(self.path.parent).st_mtime_ns, self._ident)
+        except OSError:
+            return False
+        if mark == self._listed_at:
+            return False
+        self._listed_at = mark
+        between, _ = self._open_rotated(out, None, pivot_gone=False)
+        self._queue.extend(between)
+        return bool(between)
+
+    def _open_rotated(
+        self, out: list[Chunk], new: _Open | None, *, pivot_gone: bool
+    ) -> tuple[list[_Open], bool]:
+        """Open the files rotated after the current one and return them oldest first, report
+        the ones that cannot be read, and say whether ``new`` (the path's file, already open)
+        has been rotated too since it was opened (it is then among them, in its place, unless
+        the chain is longer than ``MAX_CHAIN``).
+
+        The folder is listed until two listings agree: a rotation under way renames files while
+        they are listed, and a listing may then miss one or show one twice. Each file is opened
+        as soon as a listing shows it, so a name that moves later loses nothing; when the names
+        never settle, the files are ordered by modification time. A file that a listing showed
+        and that could never be opened was deleted before it could be read.
+        """
+        assert self._ident is not None
+        held = {self._ident, *(o.ident for o in self._retired.values())}
+        chain = _Chain(new)
+        previous: set[tuple[str, _Identity]] | None = None
+        plan = ChainPlan([], [], [])
+        stable = False
+        for _ in range(LISTING_TRIES):
+            try:
+                listed = self._siblings()
+            except OSError as exc:
+                self._note_unlisted(out, exc)
+                break
+            listing = list({s.ident: s for s in listed}.values())  # one file, two names: once
+            names = {(s.name, s.ident) for s in listing}
+            stable = names == previous and len(listing) == len(listed)
+            previous = names
+            chain.new_rotated |= new is not None and any(s.ident == new.ident for s in listing)
+            skip = frozenset(s.ident for s in listing if s.ident in held or self._was_read(s))
+            plan = rotated_between(
+                listing,
+                self._ident,
+                floor=self._floor,
+                pivot_gone=pivot_gone,
+                skip=skip,
+                by_names=stable,  # names still moving: by modification times only
+            )
+            chain.open(plan.read, self._open_sibling)
+            if stable and not chain.failed:
+                break
+        present = {ident for _, ident in previous or ()}
+        if stable:  # forget the files read that are gone: their numbers may be given again
+            self._finished = {i: n for i, n in self._finished.items() if i in present}
+        ordered = chain.ordered(plan if stable else None, present)
+        for ident, why in chain.unread():
+            rotated = chain.found[ident]
+            out.append(Chunk(Change.SKIPPED, name=rotated.name, reason=why, unread=rotated.size))
+        for rotated in plan.compressed:
+            self._finished[rotated.ident] = (rotated.size, rotated.mtime_ns)  # said once
+            reason = "is compressed (not followed)"
+            out.append(Chunk(Change.SKIPPED, name=rotated.name, reason=reason))
+        for name in plan.missing:
+            if (name, self._ident) not in self._noted:
+                self._noted.add((name, self._ident))
+                reason = "is missing (deleted before it could be read)"
+                out.append(Chunk(Change.SKIPPED, name=name, reason=reason))
+        return ordered, chain.new_rotated
+
+    def _siblings(self) -> list[Rotated]:
+        """The regular files beside the followed one named like its rotations."""
+        folder = self.path.parent
+        base = self.path.name
+        out: list[Rotated] = []
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                suffix = rotation_suffix(base, entry.name)
+                if suffix is None:
+                    continue
+                try:
+                    st = os.lstat(folder / entry.name)
+                except OSError:
+                    continue  # gone since it was listed
+                if not stat.S_ISREG(st.st_mode):
+                    continue  # a rotated file is a plain file, never a link to one elsewhere
+                key, numbered, compressed = suffix
+                stem = entry.name[: len(base) + 1]
+                ident = _identity(st)
+                out.append(
+                    Rotated(
+                        entry.name,
+                        ident,
+                        st.st_size,
+                        st.st_mtime_ns,
+                        key,
+                        numbered,
+                        compressed,
+                        stem,
+                    )
+                )
+        return out
+
+    def _open_sibling(self, name: str) -> _Open:
+        """Open the file beside the followed one named ``name`` (FileNotFoundError when it is
+        not a plain file any more; never through a symbolic link, never blocking on a FIFO)."""
+        flags = _READ_FLAGS | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(self.path.parent / name, flags)
+        fst = os.fstat(fd)
+        if not stat.S_ISREG(fst.st_mode):
+            os.close(fd)
+            raise FileNotFoundError(name)
+        return _Open(fd, _identity(fst), name, fst.st_mtime_ns)
+
+    def _was_read(self, rotated: Rotated) -> bool:
+        """Whether a listed file is one this follower has finished: the same inode number,
+        size and modification time (a file deleted since may have left its number to a new
+        one)."""
+        return self._finished.get(rotated.ident) == (rotated.size, rotated.mtime_ns)
+
+    def _note_unlisted(self, out: list[Chunk], exc: OSError) -> None:
+        if self._unlisted:
+            return
+        self._unlisted = True
+        reason = (
+            f"cannot be listed ({exc.strerror or exc}): files rotated between two reads "
+            "cannot be found"
+        )
+        out.append(Chunk(Change.SKIPPED, name=str(self.path.parent), reason=reason))
+
+    # -- files done with -------------------------------------------------------------------
+
     def _release(self, out: list[Chunk]) -> None:
         """The file was deleted: stop reading it and wait for the path to come back."""
         out.append(Chunk(Change.DELETED, offset=self._offset))
@@ -289,15 +717,23 @@ class FileFollower:
     def _retire(self) -> None:
         """Keep the rotated-away file open for ``read_at`` (the last ``keep_rotated`` only)."""
         fd = self._fd_now()
+        assert self._ident is not None
+        opened = _Open(fd, self._ident, self._name, 0)
         self._fd = None
         self._ident = None
         if self.keep_rotated <= 0:
-            os.close(fd)
+            self._close_finished(opened)
             return
-        self._retired[self._generation] = fd
+        self._retired[self._generation] = opened
         while len(self._retired) > self.keep_rotated:
             _, old = self._retired.popitem(last=False)
-            os.close(old)
+            self._close_finished(old)
+
+    def _close_finished(self, opened: _Open) -> None:
+        st = os.fstat(opened.fd)
+        if st.st_nlink > 0:
+            self._finished[opened.ident] = (st.st_size, st.st_mtime_ns)
+        os.close(opened.fd)
 
     # -- reading back ----------------------------------------------------------------------
 
@@ -313,7 +749,8 @@ class FileFollower:
             if generation is None or generation == self._generation:
                 fd = self._fd
             else:
-                fd = self._retired.get(generation)
+                retired = self._retired.get(generation)
+                fd = retired.fd if retired is not None else None
             if fd is None:
                 return None
             return _pread(fd, length, offset)
@@ -328,9 +765,10 @@ class FileFollower:
             if self._fd is not None:
                 os.close(self._fd)
                 self._fd = None
-            for fd in self._retired.values():
-                os.close(fd)
+            for opened in [*self._retired.values(), *self._queue]:
+                os.close(opened.fd)
             self._retired.clear()
+            self._queue.clear()
 
     def __enter__(self) -> FileFollower:
         return self

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gzip
 import json
 import os
 import random
@@ -523,3 +524,378 @@ def test_a_file_cut_and_refilled_then_rotated_between_polls(log: Path) -> None:
         chunks = follower.poll()
         assert kinds(chunks) == [Change.TRUNCATED, Change.DATA, Change.ROTATED, Change.DATA]
         assert data_of(chunks) == b"b1-longer-than-before\nc1\n"
+
+
+# -- several rotations between two polls -------------------------------------------------------
+
+ROTATION_STYLES = ("logrotate", "numbered", "dated")
+
+
+def _rotated_numbers(log: Path, separator: str) -> dict[int, Path]:
+    """The rotated files beside ``log`` by number (``run.log.3``, ``run.log.3.gz``)."""
+    found: dict[int, Path] = {}
+    for path in log.parent.iterdir():
+        rest = path.name[len(log.name) + 1 :].removesuffix(".gz")
+        if path.name.startswith(log.name + separator) and rest.isdigit():
+            found[int(rest)] = path
+    return found
+
+
+def rotate(log: Path, style: str) -> Path:
+    """Rename ``log`` away as a rotation names it; return its new path (the path is then free).
+
+    ``logrotate``: each ``run.log.N`` (or ``.N.gz``) becomes ``.N+1`` and ``run.log`` becomes
+    ``run.log.1``; ``numbered``: the next unused number; ``dated``: the next day,
+    ``run.log-20250101``, ``run.log-20250102``, ...
+    """
+    if style == "logrotate":
+        for number, path in sorted(_rotated_numbers(log, ".").items(), reverse=True):
+            path.rename(path.with_name(path.name.replace(f".{number}", f".{number + 1}", 1)))
+        target = log.with_name(f"{log.name}.1")
+    elif style == "numbered":
+        target = log.with_name(f"{log.name}.{max(_rotated_numbers(log, '.'), default=0) + 1}")
+    else:
+        days = _rotated_numbers(log, "-")
+        target = log.with_name(f"{log.name}-{max(days, default=20250100) + 1}")
+    log.rename(target)
+    return target
+
+
+def rotate_twice(log: Path, middle: bytes, new: bytes) -> Path:
+    """Two logrotate rotations: a file written in between (returned), then a new file."""
+    rotate(log, "logrotate")
+    log.write_bytes(middle)
+    rotated = rotate(log, "logrotate")
+    log.write_bytes(new)
+    return rotated
+
+
+def _age(path: Path, seconds: float = 3600) -> None:
+    """Make a file look as old as a rotated file from an earlier run."""
+    past = time.time() - seconds
+    os.utime(path, (past, past))
+
+
+@pytest.mark.parametrize("style", ROTATION_STYLES)
+def test_two_rotations_between_two_polls_read_the_file_in_between(
+    tmp_path: Path, style: str
+) -> None:
+    log = tmp_path / "run.jsonl"
+    log.write_bytes(b"a1\n")
+    with FileFollower(log) as follower:
+        assert data_of(follower.poll()) == b"a1\n"
+        append(log, b"a2\n")
+        rotate(log, style)
+        log.write_bytes(b"b1\nb2\n")
+        middle = rotate(log, style).name  # the file in between, under its rotated name
+        log.write_bytes(b"c1\n")
+        chunks = follower.poll()
+        assert kinds(chunks) == [
+            Change.DATA,
+            Change.ROTATED,
+            Change.DATA,
+            Change.ROTATED,
+            Change.DATA,
+        ]
+        assert data_of(chunks) == b"a2\nb1\nb2\nc1\n"
+        assert [c.name for c in chunks if c.change is Change.ROTATED] == [middle, "run.jsonl"]
+        assert [c.offset for c in chunks if c.change is Change.DATA] == [3, 0, 0]
+        assert follower.generation == 2
+        assert follower.poll() == []
+
+
+@pytest.mark.parametrize("style", ROTATION_STYLES)
+def test_three_rotations_between_two_polls_leave_older_rotated_files_alone(
+    tmp_path: Path, style: str
+) -> None:
+    log = tmp_path / "run.jsonl"
+    for old in range(3):  # rotated files from an earlier run: never read
+        log.write_bytes(f"old{old}\n".encode())
+        _age(rotate(log, style))
+    log.write_bytes(b"a1\n")
+    written = b"a1\n"
+    with FileFollower(log) as follower:
+        assert data_of(follower.poll()) == b"a1\n"
+        for generation in "bcd":
+            rotate(log, style)
+            data = f"{generation}1\n{generation}2\n".encode()
+            log.write_bytes(data)
+            written += data
+        chunks = follower.poll()
+        assert kinds(chunks) == [Change.ROTATED, Change.DATA] * 3
+        assert b"a1\n" + data_of(chunks) == written
+        assert not any(c.change is Change.SKIPPED for c in chunks)
+
+
+def test_an_empty_file_in_between_is_a_rotation_with_nothing_to_read(log: Path) -> None:
+    log.write_bytes(b"a1\n")
+    with FileFollower(log) as follower:
+        follower.poll()
+        rotate(log, "logrotate")
+        log.write_bytes(b"")
+        rotate(log, "logrotate")
+        log.write_bytes(b"c1\n")
+        chunks = follower.poll()
+        assert kinds(chunks) == [Change.ROTATED, Change.ROTATED, Change.DATA]
+        assert data_of(chunks) == b"c1\n"
+
+
+def test_a_file_in_between_is_read_while_the_new_file_is_still_empty(log: Path) -> None:
+    log.write_bytes(b"a1\n")
+    with FileFollower(log) as follower:
+        follower.poll()
+        rotate_twice(log, b"b1\n", b"")  # the writer has not written to the new file yet
+        chunks = follower.poll()
+        assert kinds(chunks) == [Change.ROTATED, Change.DATA]
+        assert data_of(chunks) == b"b1\n"
+        assert follower.poll() == []  # the new file is still empty: nothing to switch to yet
+        append(log, b"c1\n")
+        chunks = follower.poll()
+        assert kinds(chunks) == [Change.ROTATED, Change.DATA]
+        assert chunks[0].name == "run.log"
+        assert data_of(chunks) == b"c1\n"
+
+
+def test_a_chain_read_in_small_batches_loses_nothing_when_its_files_are_deleted(
+    log: Path,
+) -> None:
+    log.write_bytes(b"a1\n")
+    with FileFollower(log, read_size=4) as follower:
+        follower.poll()
+        written = b""
+        for generation in "bcd":
+            rotate(log, "numbered")
+            data = b"".join(f"{generation}{i}\n".encode() for i in range(10))
+            log.write_bytes(data)
+            written += data
+        got = data_of(follower.poll(max_bytes=8))  # the chain is open, the reading is not done
+        assert follower.behind
+        for number in (1, 2, 3):  # the writer's housekeeping deletes the rotated files
+            log.with_name(f"run.log.{number}").unlink()
+        while follower.behind:
+            got += data_of(follower.poll(max_bytes=8))
+        assert got == written
+
+
+def test_rotated_files_read_in_between_can_be_read_back(log: Path) -> None:
+    log.write_bytes(b"gen0\n")
+    with FileFollower(log, keep_rotated=3) as follower:
+        follower.poll()
+        for generation in (1, 2, 3):
+            rotate(log, "logrotate")
+            log.write_bytes(f"gen{generation}\n".encode())
+        follower.poll()
+        assert follower.generation == 3
+        assert [follower.read_at(0, 5, g) for g in range(4)] == [
+            b"gen0\n",
+            b"gen1\n",
+            b"gen2\n",
+            b"gen3\n",
+        ]
+
+
+def test_a_file_compressed_before_it_was_read_is_reported(log: Path) -> None:
+    log.write_bytes(b"a1\n")
+    with FileFollower(log) as follower:
+        follower.poll()
+        _compress(rotate_twice(log, b"b1\n", b"c1\n"))  # run.log.2 (read), .1 (not read yet)
+        chunks = follower.poll()
+        assert kinds(chunks) == [Change.SKIPPED, Change.ROTATED, Change.DATA]
+        assert chunks[0].name == "run.log.1.gz"
+        assert "compressed" in chunks[0].reason
+        assert chunks[0].unread is None
+        assert data_of(chunks) == b"c1\n"
+
+
+def _compress(path: Path) -> None:
+    path.with_name(path.name + ".gz").write_bytes(gzip.compress(path.read_bytes()))
+    path.unlink()
+
+
+def test_the_followed_file_compressed_after_its_rotation_is_not_reported(log: Path) -> None:
+    log.write_bytes(b"z1\n")
+    _age(rotate(log, "logrotate"))  # an older rotated file
+    log.write_bytes(b"a1\n")
+    with FileFollower(log) as follower:
+        follower.poll()
+        append(log, b"a2\n")
+        rotate(log, "logrotate")  # delaycompress: the older one is compressed now
+        _compress(log.with_name("run.log.2"))
+        log.write_bytes(b"b1\n")
+        chunks = follower.poll()
+        assert kinds(chunks) == [Change.DATA, Change.ROTATED, Change.DATA]
+        append(log, b"b2\n")
+        rotate(log, "logrotate")  # compress: the file just read is compressed at once
+        _compress(log.with_name("run.log.1"))
+        log.write_bytes(b"c1\n")
+        chunks = follower.poll()
+        assert kinds(chunks) == [Change.DATA, Change.ROTATED, Change.DATA]
+        assert data_of(chunks) == b"b2\nc1\n"
+
+
+def test_a_numbered_file_deleted_before_it_was_read_is_reported_missing(log: Path) -> None:
+    log.write_bytes(b"a1\n")
+    with FileFollower(log) as follower:
+        follower.poll()
+        for generation in "bcd":
+            rotate(log, "numbered")  # run.log.1 (read), .2 and .3 (not read yet)
+            log.write_bytes(f"{generation}1\n".encode())
+        log.with_name("run.log.2").unlink()
+        chunks = follower.poll()
+        assert kinds(chunks) == [
+            Change.SKIPPED,
+            Change.ROTATED,
+            Change.DATA,
+            Change.ROTATED,
+            Change.DATA,
+        ]
+        assert chunks[0].name == "run.log.2"
+        assert "missing" in chunks[0].reason
+        assert data_of(chunks) == b"c1\nd1\n"
+
+
+def _race_the_listing(
+    monkeypatch: pytest.MonkeyPatch, action: Callable[[], object], *, before: bool
+) -> None:
+    """Run ``action`` (the writer's) once, just before or just after the follower first lists
+    the rotated files."""
+    listed = FileFollower._siblings
+    pending = [action]
+
+    def racing(self: FileFollower) -> list[follow_module.Rotated]:
+        if before and pending:
+            pending.pop()()
+        found = listed(self)
+        if pending:
+            pending.pop()()
+        return found
+
+    monkeypatch.setattr(FileFollower, "_siblings", racing)
+
+
+def test_a_file_deleted_between_being_listed_and_opened_is_reported_with_its_size(
+    log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log.write_bytes(b"a1\n")
+    with FileFollower(log) as follower:
+        follower.poll()
+        middle = rotate_twice(log, b"b1\nb2\n", b"c1\n")
+        _race_the_listing(monkeypatch, middle.unlink, before=False)
+        chunks = follower.poll()
+        assert kinds(chunks) == [Change.SKIPPED, Change.ROTATED, Change.DATA]
+        assert chunks[0] == Chunk(
+            Change.SKIPPED, name="run.log.1", reason="was deleted before it could be read", unread=6
+        )
+        assert data_of(chunks) == b"c1\n"
+
+
+def test_rotation_names(tmp_path: Path) -> None:
+    assert follow_module.rotation_suffix("run.log", "run.log.1") == ((1,), True, False)
+    assert follow_module.rotation_suffix("run.log", "run.log.12.gz") == ((12,), True, True)
+    assert follow_module.rotation_suffix("run.log", "run.log-20250101") == (
+        (20250101,),
+        False,
+        False,
+    )
+    assert follow_module.rotation_suffix("run.log", "run.log-2025-01-01_13") == (
+        (2025, 1, 1, 13),
+        False,
+        False,
+    )
+    for other in ("run.log", "run.log.", "run.log.1.copy", "run.logs.1", "run.log-wal", "x.1"):
+        assert follow_module.rotation_suffix("run.log", other) is None
+
+
+def test_a_file_under_two_rotated_names_is_read_once(log: Path) -> None:
+    log.write_bytes(b"a1\n")
+    with FileFollower(log) as follower:
+        follower.poll()
+        middle = rotate_twice(log, b"b1\n", b"c1\n")
+        os.link(middle, log.with_name("run.log-20250101"))  # a hard link: one file, two names
+        chunks = follower.poll()
+        assert kinds(chunks) == [Change.ROTATED, Change.DATA, Change.ROTATED, Change.DATA]
+        assert data_of(chunks) == b"b1\nc1\n"
+
+
+def test_the_new_file_rotated_while_the_chain_is_listed_keeps_its_place(
+    log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log.write_bytes(b"a1\n")
+    with FileFollower(log) as follower:
+        follower.poll()
+        rotate_twice(log, b"b1\n", b"c1\n")  # c1: the path's file when the follower opens it
+
+        def rotate_again() -> None:
+            rotate(log, "logrotate")
+            log.write_bytes(b"d1\n")
+
+        _race_the_listing(monkeypatch, rotate_again, before=True)
+        chunks = follower.poll()
+        assert data_of(chunks) == b"b1\nc1\nd1\n"
+        assert [c.name for c in chunks if c.change is Change.ROTATED] == [
+            "run.log.2",
+            "run.log.1",
+            "run.log",
+        ]
+
+
+def _rotated(name: str, ino: int, mtime: int, base: str = "run.log") -> follow_module.Rotated:
+    suffix = follow_module.rotation_suffix(base, name)
+    assert suffix is not None
+    key, numbered, compressed = suffix
+    stem = name[: len(base) + 1]
+    return follow_module.Rotated(name, (1, ino), 10, mtime, key, numbered, compressed, stem)
+
+
+def _names(files: list[follow_module.Rotated]) -> list[str]:
+    return [f.name for f in files]
+
+
+def test_which_rotated_files_came_after_the_last_one_read() -> None:
+    between = follow_module.rotated_between
+    old = [_rotated("run.log.5", 5, 10), _rotated("run.log.6.gz", 6, 5)]  # before the last poll
+    logrotate = [_rotated("run.log.3", 3, 100), _rotated("run.log.2", 2, 110)]
+    logrotate += [_rotated("run.log.1", 1, 120), _rotated("run.log.4.gz", 4, 105)]
+    plan = between(old + logrotate, (1, 3), floor=100, pivot_gone=False)
+    assert _names(plan.read) == ["run.log.2", "run.log.1"]  # .4.gz is older than the pivot
+    assert plan.compressed == [] and plan.missing == []
+
+    numbered = [_rotated("run.log.1", 11, 10), _rotated("run.log.7", 7, 100)]
+    numbered += [_rotated("run.log.8", 8, 110), _rotated("run.log.10", 10, 120)]
+    plan = between(numbered, (1, 7), floor=100, pivot_gone=False)
+    assert _names(plan.read) == ["run.log.8", "run.log.10"]
+    assert plan.missing == ["run.log.9"]
+
+    dated = [_rotated("run.log-20250102", 2, 100), _rotated("run.log-20250103", 3, 100)]
+    dated += [_rotated("run.log-20250101", 1, 10), _rotated("run.log-20250104.gz", 4, 120)]
+    plan = between(dated, (1, 2), floor=100, pivot_gone=False)
+    assert _names(plan.read) == ["run.log-20250103"]  # same time: by name
+    assert _names(plan.compressed) == ["run.log-20250104.gz"]
+
+    moving = [_rotated("run.log.2", 2, 130), _rotated("run.log.1", 1, 120)]
+    plan = between(moving + old, (1, 9), floor=100, pivot_gone=False, by_names=False)
+    assert _names(plan.read) == ["run.log.1", "run.log.2"]  # names not trusted: by time
+
+    gone = [_rotated("run.log.2.gz", 2, 110), _rotated("run.log.1.gz", 1, 120)]
+    plan = between(gone, (1, 9), floor=100, pivot_gone=True)
+    assert _names(plan.compressed) == ["run.log.1.gz"]  # .2.gz is the pivot's own copy
+
+    far = [_rotated("run.log.1", 1, 100), _rotated("run.log.40", 40, 110)]
+    plan = between(far, (1, 1), floor=100, pivot_gone=False)
+    assert plan.missing == ["run.log.2..39"]
+    assert between(far, (1, 1), floor=100, pivot_gone=False, skip=frozenset({(1, 40)})).read == []
+
+
+def test_links_and_fifos_named_like_rotated_files_are_left_alone(log: Path, tmp_path: Path) -> None:
+    log.write_bytes(b"a1\n")
+    with FileFollower(log) as follower:
+        follower.poll()
+        rotate(log, "numbered")
+        elsewhere = tmp_path / "elsewhere.txt"
+        elsewhere.write_bytes(b"not a log\n")
+        log.with_name("run.log.2").symlink_to(elsewhere)
+        os.mkfifo(log.with_name("run.log.3"))  # opening it for reading would block
+        log.write_bytes(b"b1\n")
+        chunks = follower.poll()
+        assert kinds(chunks) == [Change.ROTATED, Change.DATA]
+        assert data_of(chunks) == b"b1\n"

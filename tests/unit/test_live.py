@@ -9,6 +9,7 @@ import io
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import threading
@@ -38,6 +39,7 @@ from inspector.formats.native import write_events
 from inspector.formats.registry import FormatSpec, Head, SnapshotSession, get_format
 from inspector.live import LiveSource, LiveUpdate, follow_session, follow_stats, open_live
 from inspector.sources.follow import Change, Chunk, FileFollower, follow, follow_sync
+from tests.unit.test_follow import rotate
 
 WAIT = 30.0  # generous: a slow machine must not fail these
 
@@ -181,6 +183,38 @@ def test_rotation_flushes_a_last_line_without_newline_first() -> None:
     live.apply([Chunk(Change.DATA, b'{"seq": 1}\n{"seq": 2}', 0)])
     events = live.apply([Chunk(Change.ROTATED), Chunk(Change.DATA, seq_lines(3, 4), 0)])
     assert texts(events) == ["2", "run.log was rotated; now reading the new file", "3"]
+
+
+def test_files_rotated_in_between_and_skipped_ones_are_marked() -> None:
+    live = new_live()
+    live.apply([Chunk(Change.DATA, b'{"seq": 1}\n{"seq": 2}', 0)])
+    events = live.apply(
+        [
+            Chunk(Change.SKIPPED, name="run.log.3.gz", reason="is compressed (not followed)"),
+            Chunk(Change.ROTATED, name="run.log.2"),
+            Chunk(Change.DATA, seq_lines(3, 4), 0),
+            Chunk(
+                Change.SKIPPED,
+                name="run.log.1",
+                reason="was deleted before it could be read",
+                unread=1234,
+            ),
+            Chunk(Change.ROTATED, name="run.log"),
+            Chunk(Change.DATA, seq_lines(4, 5), 0),
+        ]
+    )
+    assert texts(events) == [
+        "2",  # the first file's last line comes before any marker
+        "run.log.3.gz is compressed (not followed); lines in it may be lost",
+        "run.log was rotated more than once since it was last read; "
+        "reading run.log.2, written in between, first",
+        "3",
+        "run.log.1 was deleted before it could be read; 1,234 bytes not read: lines lost",
+        "run.log was rotated; now reading the new file",
+        "4",
+    ]
+    assert live.sources == [0, 1, 2]  # one per file read; none for the skipped ones
+    assert live.generation == 2
 
 
 def test_deletion_and_re_creation_are_marked() -> None:
@@ -392,11 +426,10 @@ def test_follow_stats_calls_back_with_the_current_session(tmp_path: Path, profil
 WRITER = r"""
 import json, os, random, shutil, sys, time
 
-path, ack, plan = sys.argv[1], sys.argv[2], sys.argv[5]
+path, ack, plan, style = sys.argv[1], sys.argv[2], sys.argv[5], sys.argv[6]
 count, seed = int(sys.argv[3]), int(sys.argv[4])
 ops = {int(k): v for k, v in json.loads(plan).items()}
 rng = random.Random(seed)
-ROTATION_GAP = 1.0  # rename rotations need no ack, only not two within one reader's poll
 
 
 def acked(last):
@@ -415,10 +448,21 @@ def wait_ack(last):
         time.sleep(0.002)
 
 
+def rename_away(renames):
+    # logrotate: run.log.N -> run.log.N+1, ..., run.log -> run.log.1; numbered: run.log.K
+    if style == "numbered":
+        os.rename(path, f"{path}.{renames}")
+        return
+    folder, name = os.path.split(path)
+    numbers = [n[len(name) + 1 :] for n in os.listdir(folder) if n.startswith(name + ".")]
+    for number in sorted((int(n) for n in numbers if n.isdigit()), reverse=True):
+        os.rename(f"{path}.{number}", f"{path}.{number + 1}")
+    os.rename(path, f"{path}.1")
+
+
 fh = open(path, "ab", buffering=0)  # O_APPEND: after a truncation, writes land at the new end
 pending = b""
-rotations = 0
-last_rename = 0.0
+renames = copies = 0
 for seq in range(count):
     op = ops.get(seq)
     if op is not None:
@@ -429,15 +473,14 @@ for seq in range(count):
             # Bytes the reader has not read yet would be destroyed: wait until it has them.
             wait_ack(seq - 1)
             if op == "copytruncate":
-                shutil.copyfile(path, f"{path}.{rotations}.copy")
+                copies += 1
+                shutil.copyfile(path, f"{path}.{copies}.copy")
             os.truncate(path, 0)
-        else:  # rename-and-create, no ack
-            time.sleep(max(0.0, last_rename + ROTATION_GAP - time.monotonic()))
+        else:  # rename-and-create, no ack, even a few microseconds after the last one
             fh.close()
-            rotations += 1
-            os.rename(path, f"{path}.{rotations}")
+            renames += 1
+            rename_away(renames)
             fh = open(path, "ab", buffering=0)
-            last_rename = time.monotonic()
     pending += json.dumps({"seq": seq, "pad": "x" * rng.randrange(0, 80)}).encode() + b"\n"
     while pending and rng.random() < 0.6:  # random chunk sizes: lines split across writes
         cut = rng.randint(1, len(pending))
@@ -449,14 +492,17 @@ fh.write(pending)
 fh.close()
 """
 
-PLAN = {
+PLAN = {  # renames at consecutive seqs: one line in between, microseconds apart
     "700": "truncate",
     "1200": "rename",
+    "1201": "rename",
     "1700": "copytruncate",
     "2400": "rename",
     "3100": "truncate",
     "3600": "copytruncate",
     "4300": "rename",
+    "4301": "rename",
+    "4302": "rename",
 }
 
 
@@ -476,8 +522,8 @@ class Acceptance:
         self.changes: list[Change] = []
         self.writer: subprocess.Popen[bytes] | None = None
 
-    def start_writer(self, plan: dict[str, str], seed: int) -> None:
-        args = [str(self.path), str(self.ack), str(self.count), str(seed), json.dumps(plan)]
+    def start_writer(self, plan: dict[str, str], seed: int, style: str = "numbered") -> None:
+        args = [str(self.path), str(self.ack), str(self.count), str(seed), json.dumps(plan), style]
         self.writer = subprocess.Popen([sys.executable, "-c", WRITER, *args])
 
     def take(self, chunks: list[Chunk]) -> bool:
@@ -511,14 +557,16 @@ class Acceptance:
             self.writer.wait()
 
 
-async def _accept_async(tmp_path: Path, count: int, plan: dict[str, str], **kwargs: Any) -> None:
+async def _accept_async(
+    tmp_path: Path, count: int, plan: dict[str, str], style: str = "numbered", **kwargs: Any
+) -> None:
     reader = Acceptance(tmp_path, count)
     stop = asyncio.Event()
     timer = asyncio.get_running_loop().call_later(WAIT, stop.set)
     try:
         stream = follow(reader.path, stop_event=stop, **kwargs)
         async with contextlib.aclosing(stream):
-            reader.start_writer(plan, seed=count)
+            reader.start_writer(plan, seed=count, style=style)
             async for chunks in stream:
                 if reader.take(chunks):
                     stop.set()
@@ -533,19 +581,35 @@ async def test_acceptance_writer_process_async_follow(tmp_path: Path) -> None:
 
 
 async def test_acceptance_writer_process_forced_polling(tmp_path: Path) -> None:
-    plan = {"300": "truncate", "600": "rename", "900": "copytruncate", "1200": "rename"}
-    await _accept_async(tmp_path, 1500, plan, force_polling=True)
+    plan = {
+        "300": "truncate",
+        "600": "rename",
+        "601": "rename",
+        "900": "copytruncate",
+        "1200": "rename",
+        "1201": "rename",
+        "1202": "rename",
+    }
+    await _accept_async(tmp_path, 1500, plan, "logrotate", force_polling=True)
 
 
 def test_acceptance_writer_process_follow_sync(tmp_path: Path) -> None:
-    plan = {"400": "copytruncate", "800": "rename", "1300": "truncate", "1700": "rename"}
+    plan = {
+        "400": "copytruncate",
+        "800": "rename",
+        "801": "rename",
+        "1300": "truncate",
+        "1700": "rename",
+        "1701": "rename",
+        "1702": "rename",
+    }
     reader = Acceptance(tmp_path, 2000)
     stop = threading.Event()
     timer = threading.Timer(WAIT, stop.set)
     timer.start()
     try:
         with FileFollower(reader.path) as follower:
-            reader.start_writer(plan, seed=2000)
+            reader.start_writer(plan, seed=2000, style="logrotate")
             for chunks in follow_sync(reader.path, stop, follower=follower):
                 if reader.take(chunks):
                     stop.set()
@@ -561,3 +625,159 @@ def test_live_does_not_load_the_ui() -> None:
         [sys.executable, "-c", script], check=True, capture_output=True, text=True
     ).stdout
     assert not {"textual", "rich"} & {m.split(".")[0] for m in json.loads(out)}
+
+
+# -- acceptance, poll by poll: rotations closer together than the reader's polls ---------------
+
+
+class RotatingWriter:
+    """The acceptance writer in this process, so that the test decides when the reader polls:
+    ``{"seq": n, "pad": ...}`` lines written in random pieces (lines split across writes),
+    rotations by rename (named as ``style`` names them, see ``test_follow.rotate``) and
+    truncations in place (with or without a copy)."""
+
+    def __init__(self, path: Path, style: str, rng: random.Random) -> None:
+        self.path = path
+        self.style = style
+        self.rng = rng
+        self.fh = path.open("ab", buffering=0)  # O_APPEND: after a truncation, at the new end
+        self.pending = b""
+        self.seq = 0
+        self.renames = 0
+        self.truncations = 0
+
+    def write(self, lines: int) -> None:
+        for _ in range(lines):
+            pad = "x" * self.rng.randrange(0, 80)
+            self.pending += json.dumps({"seq": self.seq, "pad": pad}).encode() + b"\n"
+            self.seq += 1
+            while self.pending and self.rng.random() < 0.6:
+                cut = self.rng.randint(1, len(self.pending))
+                self.fh.write(self.pending[:cut])
+                self.pending = self.pending[cut:]
+
+    def complete(self) -> None:
+        """Write the held part of the last line (only whole lines go before a cut or a move)."""
+        self.fh.write(self.pending)
+        self.pending = b""
+
+    def rename(self) -> None:
+        self.complete()
+        self.fh.close()
+        rotate(self.path, self.style)
+        self.fh = self.path.open("ab", buffering=0)
+        self.renames += 1
+
+    def truncate(self, copy: bool) -> None:
+        self.complete()
+        if copy:
+            shutil.copyfile(self.path, f"{self.path}.{self.truncations}.copy")
+        os.truncate(self.path, 0)
+        self.truncations += 1
+
+    def close(self) -> None:
+        self.complete()
+        self.fh.close()
+
+
+class PolledReader:
+    """A LiveSource over a FileFollower polled only when the test says so."""
+
+    def __init__(self, path: Path, read_size: int) -> None:
+        session = Session()
+        session.add_source(str(path), SEQ.name)
+        self.follower = FileFollower(path, read_size=read_size)
+        self.live = LiveSource(path, SEQ, session, 0, follower=self.follower)
+        session.body_reader = self.live.read_back
+        self.seqs: list[int] = []
+        self.changes: list[Change] = []
+
+    def poll(self, max_bytes: int | None = None) -> None:
+        chunks = self.follower.poll(max_bytes=max_bytes)
+        self.changes += [c.change for c in chunks if c.change is not Change.DATA]
+        self.seqs += [int(e.text) for e in self.live.apply(chunks) if isinstance(e, LogLine)]
+
+    def catch_up(self, max_bytes: int | None = None) -> None:
+        self.poll(max_bytes)
+        while self.follower.behind:
+            self.poll(max_bytes)
+
+
+def _accept_polled(tmp_path: Path, style: str, seed: int, bursts: tuple[int, ...]) -> None:
+    """Write ``count`` lines through rename rotations in bursts of ``bursts`` renames with no
+    poll between them (some files in between left empty), truncations and copy-truncations;
+    the reader polls between bursts with random read budgets, so it is sometimes still behind
+    on an older file when the next burst comes. Every line must arrive once, in order."""
+    rng = random.Random(seed)
+    path = tmp_path / "logs" / "run.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(b"")
+    reader = PolledReader(path, read_size=rng.choice([97, 4096, 1 << 20]))
+    writer = RotatingWriter(path, style, rng)
+    count = 3000
+    try:
+        while writer.seq < count:
+            writer.write(rng.randint(0, 120))
+            roll = rng.random()
+            if roll < 0.4:
+                for _ in range(rng.choice(bursts)):  # closer together than two polls
+                    writer.rename()
+                    writer.write(rng.choice([0, rng.randint(1, 60)]))
+            elif roll < 0.5:
+                writer.complete()
+                reader.catch_up()  # a truncation destroys unread bytes: read them all first
+                if path.stat().st_size:
+                    writer.truncate(copy=rng.random() < 0.5)
+            reader.poll(rng.choice([None, 300, 3000, 30000]))
+        writer.write(1)  # the last file is not left empty (the reader would wait on the one before)
+        writer.close()
+        reader.catch_up()
+        assert reader.seqs == list(range(writer.seq))  # none lost, none twice, in order
+        assert reader.live.session.issues == []
+        expected = {Change.ROTATED: writer.renames, Change.TRUNCATED: writer.truncations}
+        got = {c: reader.changes.count(c) for c in expected}
+        assert got == expected, (got, expected)
+        assert set(reader.changes) <= set(expected)  # nothing skipped, deleted or re-created
+        assert writer.renames > 20
+    finally:
+        writer.fh.close()
+        reader.live.close()
+        reader.follower.close()
+
+
+def test_a_rotated_file_deleted_before_it_was_read_is_a_marker_in_the_session(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "run.log"
+    path.write_bytes(seq_lines(0, 1))
+    reader = PolledReader(path, read_size=4096)
+    try:
+        reader.poll()
+        for start in (1, 2, 3):  # run.log.1 (read), .2 and .3 (not read yet)
+            rotate(path, "numbered")
+            path.write_bytes(seq_lines(start, start + 1))
+        path.with_name("run.log.2").unlink()
+        reader.poll()
+        assert reader.seqs == [0, 2, 3]
+        assert texts(reader.live.session.events()) == [
+            "0",
+            "run.log.2 is missing (deleted before it could be read); lines in it may be lost",
+            "run.log was rotated more than once since it was last read; "
+            "reading run.log.3, written in between, first",
+            "2",
+            "run.log was rotated; now reading the new file",
+            "3",
+        ]
+    finally:
+        reader.live.close()
+        reader.follower.close()
+
+
+@pytest.mark.parametrize("style", ["logrotate", "numbered", "dated"])
+def test_acceptance_two_rotations_between_polls(tmp_path: Path, style: str) -> None:
+    _accept_polled(tmp_path, style, seed=2, bursts=(2,))
+
+
+@pytest.mark.parametrize("style", ["logrotate", "numbered", "dated"])
+def test_acceptance_three_rotations_between_polls(tmp_path: Path, style: str) -> None:
+    _accept_polled(tmp_path, style, seed=3, bursts=(1, 2, 3))
