@@ -249,8 +249,12 @@ def load_session(
     )
     session.add_source(shown, format_spec.name)
     # Counting exactly needs the texts; else the session keeps columns and estimates from the
-    # text's length: no message needs its body.
-    bodies = session.count_exact or session.estimate_chars is None
+    # text's length, or takes the reader's own figure of the profile's rule: no message needs
+    # its body.
+    parser.entry_estimates = (
+        parser.entry_estimate_rule == profile.estimator and not profile.uses_counter()
+    )
+    bodies = session.count_exact or (session.estimate_chars is None and not parser.entry_estimates)
     try:
         with collector_paused():
             for events in read_file(parser, path, bodies=bodies, parallel=parallel):
@@ -282,6 +286,12 @@ def calibrate(profile: Profile, session: Session) -> Profile:
     window = session.info.get("context_window")
     if isinstance(window, int) and window > 0:
         found["context_window"] = window
+    max_output = session.info.get("max_output_tokens")
+    if isinstance(max_output, int) and max_output > 0:
+        found["max_output_tokens"] = max_output
+    version = session.info.get("version")
+    if isinstance(version, str) and version and _valid_setting(profile, "version", version):
+        found["version"] = version  # an agent whose rules follow its version (Claude Code)
     for _, event in session.events_of(GuardEvaluated):
         if isinstance(event, GuardEvaluated) and event.targets:
             target = event.targets[0]
@@ -317,6 +327,17 @@ def _filled(profile: Profile, found: dict[str, object]) -> Profile:
         k: getattr(profile, k) for k in profile.model_fields_set if k not in ("name", "agent")
     }
     return make_profile(profile.name, {**unset, **explicit})
+
+
+def _valid_setting(profile: Profile, key: str, value: object) -> bool:
+    """Whether the profile has setting ``key`` and takes ``value`` for it."""
+    if key not in type(profile).model_fields:
+        return False
+    try:
+        make_profile(profile.name, {key: value})
+    except ConfigError:
+        return False
+    return True
 
 
 @dataclass

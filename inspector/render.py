@@ -341,13 +341,26 @@ def render_replay(out: Console, s: dict[str, Any]) -> None:
         },
     )
     out.print()
+    for assumed in s.get("assumed_settings", []):
+        value = assumed["value"]
+        shown = "unset" if value is None else f"{value:,}" if isinstance(value, int) else value
+        given = "as given" if assumed["source"] == "given" else "the default"
+        out.print(
+            Text(
+                f"assumed: {assumed['setting']} = {shown} ({given}; the recording does not show it)"
+            )
+        )
     agreement = s["agreement"]
+    undetermined = s.get("undetermined", [])
+    judged = len(s["recorded_decisions"]) - len(undetermined)
     out.print(
         Text(
             f"agreement with the recording: {agreement:.0%} of "
-            f"{len(s['recorded_decisions'])} recorded decisions reproduced at the same step"
+            f"{judged} recorded decisions reproduced at the same step"
         )
     )
+    for u in undetermined:
+        out.print(Text(f"not judged: {u['kind']} at step {u['step']}: {u['reason']}"))
     if s["disagreements"]:
         table = _table("Where the replay differs", "step", "recorded", "replayed", right=("step",))
         for d in s["disagreements"]:

@@ -31,6 +31,7 @@ ESTIMATORS: tuple[str, ...] = (
     "exact",
     "chars4",
     "codex",
+    "claude-code",
 )
 
 # Rules whose result changes when a real tokenizer is supplied.
@@ -44,6 +45,7 @@ AIAGENT_SCHEMA_FACTOR = 2.09  # context-guard.ts estimateToolSchemaTokens
 GOAGENT_IMAGE_CHARS = 4800  # compact.go: an image counts as 4800 chars (1200 tokens)
 FIFTH_EXACT_MIN_BYTES = 1000  # main.fs count-tokens: tiktoken only above 1000 chars
 EXACT_MESSAGE_OVERHEAD = 3  # Chat Completions framing per message (transcripts.md 3.4)
+CLAUDE_CODE_MEDIA_TOKENS = 2_000  # roughTokenCountEstimationForBlock: an image or a document
 
 _CONTENT_PARTS = frozenset({PartType.TEXT, PartType.TOOL_RESULT, PartType.ATTACHMENT})
 
@@ -79,6 +81,8 @@ def estimate_message(rule: str, message: Message, counter: Counter | None = None
         return _ceil_div(len(message.text), 4)
     if rule == "codex":
         return _ceil_div(_codex_item_bytes(message), 4)
+    if rule == "claude-code":
+        return sum(claude_code_part(part) for part in message.parts)
     raise _unknown(rule)
 
 
@@ -103,6 +107,8 @@ def estimate_text(rule: str, text: str, counter: Counter | None = None) -> int:
         return _ceil_div(len(text), 4)
     if rule == "codex":
         return _ceil_div(utf8_len(text), 4)
+    if rule == "claude-code":
+        return _js_round_quarter(text)
     raise _unknown(rule)
 
 
@@ -375,6 +381,29 @@ def _opencode_payloads(message: Message) -> list[str]:
         elif part.type is not PartType.IMAGE:
             texts.append(part.text)
     return texts
+
+
+# --------------------------------------------------------------------------------------------
+# Claude Code (roughTokenCountEstimation: Math.round(length / 4), per content block)
+
+
+def _js_round_quarter(text: str) -> int:
+    """``Math.round(text.length / 4)``: UTF-16 units, halves rounded up."""
+    size = len(text) if text.isascii() else _js_len(text)
+    return (size + 2) // 4
+
+
+def claude_code_part(part: Part) -> int:
+    """One content block as Claude Code estimates it: its text (a thinking block's thinking, a
+    tool result's content), a tool call's name followed by its input as JSON, 2,000 for an
+    image or a document, the JSON of any other block."""
+    if part.type is PartType.TOOL_CALL:
+        return _js_round_quarter((part.tool_name or "") + (part.arguments or "{}"))
+    if part.type is PartType.IMAGE or (part.type is PartType.ATTACHMENT and part.media_type):
+        return CLAUDE_CODE_MEDIA_TOKENS
+    if part.type is PartType.THINKING and not part.text and part.data_bytes:
+        return (part.data_bytes + 2) // 4  # redacted thinking: its data
+    return _js_round_quarter(part.text)
 
 
 # --------------------------------------------------------------------------------------------

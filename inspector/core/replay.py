@@ -9,6 +9,17 @@ the recorded one, plus what the recording removed that the replay did not, minus
 replay removed that the recording did not (``offset``); there the overhead item stands for the
 whole conversation the log does not show. Either way, a replay under the recording's own
 settings reproduces the recorded figures.
+
+An agent that measures its context on its latest usage (``Profile.measure_basis`` "usage" or
+"usage+estimate": Claude Code) is replayed on that figure: the replayed figure of the latest
+answered request plus its output (plus, for "usage+estimate", the agent's estimate of what the
+replay added after the answer's first record). Such an agent decides before its request, so a
+recorded compaction is judged where the recording shows it, before what it put in: where the
+replayed agent compacts there too (or the user asked for it, ``/compact``), the recorded result
+is taken, as the best knowledge of what compacting did. A request whose replayed size is over
+the model's window is refused, and the next check sees that size. A recorded decision that the
+replayed policy says cannot be judged from the inputs (``undetermined``) is listed with its
+reason and not counted.
 """
 
 from __future__ import annotations
@@ -121,6 +132,9 @@ class ReplayResult:
     disagreements: list[dict[str, Any]]
     results: list[ActionRecord]  # every fired policy result
     items: list[ContextItem]  # the replayed context at the end
+    # recorded decisions the inputs cannot determine under these settings, with the reason;
+    # not counted in ``agreement``
+    undetermined: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def tokens_saved(self) -> int:
@@ -318,6 +332,13 @@ def _replay(
     pending: list[Decision] = []  # decisions taken in the build-up of the next request
     adopt_recorded = False  # the replay compacts where the recording did: take its result
     skip_ids: set[str] = set()  # what a recorded compaction the replay did not make put in
+    # an agent measuring on its latest usage (see the module's docstring)
+    usage = _UsageMeasure(profile.measure_basis()) if has_messages else None
+    if usage is not None and not usage.active:
+        usage = None
+    undetermined: list[dict[str, Any]] = []
+    skip_products = False  # a recorded compaction the replay did not make: what it put in
+    checked: int | None = None  # the figure of a compaction decided in this build-up
 
     for raw in _acted_on(session):
         if isinstance(raw, MessageRow):
@@ -329,6 +350,8 @@ def _replay(
                 if message.id in skip_ids:
                     skip_ids.discard(message.id)
                     continue  # put in by a recorded compaction the replay did not make
+            if skip_products and rec.kind in (MessageKind.SUMMARY, MessageKind.ATTACHMENT):
+                continue  # the summary and context a compaction the replay did not make put in
             if skip_summary and rec.kind is MessageKind.SUMMARY:
                 skip_summary = False
                 continue  # the recording's own compaction summary: the replay writes its own
@@ -358,6 +381,8 @@ def _replay(
                     if admitted.details.get("final_turn"):
                         pending.append(Decision(step + 1, "final_turn", detail=admitted.reason))
             context.append(item)
+            if usage is not None:
+                usage.appended(message, context.total)
             continue
         event = raw
         if isinstance(event, RequestSent):
@@ -368,7 +393,13 @@ def _replay(
             recorded_here = recorded_by_step.get(step, [])
             recorded_reduction, recorded_persistent = _recorded_reduction(state, recorded_here)
             recorded_tokens = state.tokens if state is not None else context.total
-            if has_messages:
+            if usage is not None:
+                # the agent's own figure before the request (its latest usage plus its
+                # estimate since): what it compares with its threshold
+                recorded_tokens = _request_figure(state, context.total)
+                pre = usage.figure(context.total)
+                overhead = pre - context.total
+            elif has_messages:
                 # the replayed messages, plus what the recording's figure holds beyond its own
                 # messages (system prompt, tool schemas) when that figure was reported
                 overhead = _unshown(state, profile.replay_basis)
@@ -377,7 +408,12 @@ def _replay(
                 pre = max(0, recorded_tokens + offset + recorded_reduction)
                 overhead = pre
             with context.with_overhead(overhead, has_messages) as items:
-                fired = [r for r in policy.manage(items, profile, estimate, summarizer) if r.fired]
+                decided = checked is not None  # compacted before the request: no other check
+                fired = (
+                    []
+                    if decided
+                    else [r for r in policy.manage(items, profile, estimate, summarizer) if r.fired]
+                )
                 # what the fired results acted on, copied once one of them is recorded
                 before: list[ContextItem] | None = None
                 replayed_reduction = 0
@@ -439,6 +475,16 @@ def _replay(
                             replayed_persistent += saved
                             context.replace(result.items)
             tokens = max(0, pre - replayed_reduction)
+            peak = pre
+            if usage is not None:
+                # the request's size: the replayed messages plus what the recorded request
+                # held beyond the agent's estimate of its own (system prompt, tool schemas)
+                tokens = max(0, context.total + recorded_tokens - _estimated(state))
+                reduced = replayed_reduction > 0
+                peak = checked if checked is not None else pre if reduced else tokens
+                usage.requested(tokens, context.total, state, profile.context_window)
+                checked = None
+                skip_products = False
             offset += recorded_persistent - replayed_persistent
             decisions.extend(step_decisions)
             steps.append(
@@ -453,14 +499,28 @@ def _replay(
                         else recorded_tokens
                     ),
                     origin=state.origin if state is not None else Origin.ESTIMATED,
-                    zone=profile.zone(pre),
+                    zone=profile.zone(peak),
                     messages=len(context.items),
-                    peak=pre,
+                    peak=peak,
                     recorded_peak=state.peak if state is not None else pre,
                     decisions=step_decisions,
                     recorded_decisions=list(recorded_here),
                 )
             )
+        elif isinstance(event, Compacted) and usage is not None:
+            if event.thread == MAIN_THREAD and not event.failed:
+                figure = usage.figure(context.total)
+                taken, why = _check_at_compaction(
+                    event, figure, step + 1, context, usage, profile, policy, estimate, summarizer
+                )
+                pending.extend(taken.decisions)
+                results.extend(taken.records)
+                if taken.adopted:
+                    checked = figure
+                else:
+                    skip_products = True
+                    if why is not None:
+                        undetermined.append({"step": step + 1, "kind": "compaction", "reason": why})
         elif isinstance(event, Compacted):
             if event.thread == MAIN_THREAD and not event.failed:
                 if adopt_recorded:
@@ -492,10 +552,20 @@ def _replay(
                     pending.append(Decision(step + 1, "final_turn", projected, None, detail))
                 else:
                     offset += event.tokens  # it fitted: the output stays in the context
-    agreement, disagreements = compare(recorded, decisions)
+    open_questions = {(u["step"], u["kind"]) for u in undetermined}
+    judged = [d for d in recorded if (d.step, d.kind) not in open_questions]
+    agreement, disagreements = compare(judged, decisions)
     _other_setting(disagreements, decisions, profile)
     return ReplayResult(
-        profile, steps, decisions, recorded, agreement, disagreements, results, list(context.items)
+        profile,
+        steps,
+        decisions,
+        recorded,
+        agreement,
+        disagreements,
+        results,
+        list(context.items),
+        undetermined,
     )
 
 
@@ -530,6 +600,124 @@ def _unshown(state: StepState | None, basis: str = "request") -> int:
     if state.reported is None:
         return 0
     return max(0, state.reported - state.estimated)
+
+
+def _estimated(state: StepState | None) -> int:
+    return state.estimated if state is not None else 0
+
+
+def _request_figure(state: StepState | None, fallback: int) -> int:
+    """The recorded size of a request: its reported prompt, or, for a request the provider
+    refused, the size the refusal gave (else the step's anchored figure)."""
+    if state is None:
+        return fallback
+    return state.peak if state.rejected else state.tokens
+
+
+class _UsageMeasure:
+    """The figure an agent that measures on its latest usage compares before a request
+    (``Profile.measure_basis``): the replayed size of the latest answered request plus its
+    output, plus ("usage+estimate") the agent's estimate of what the replay added after the
+    answer's first record; with no answered request yet, its estimate of everything. After a
+    refused request, the refused size."""
+
+    def __init__(self, basis: str) -> None:
+        self.active = basis in ("usage", "usage+estimate")
+        self.counts_since = basis == "usage+estimate"
+        self.anchor: int | None = None
+        self.base = 0  # the replayed context's estimate that the anchor covers
+        self.awaiting = False  # the answer's first record is still to come
+        self.refusal: int | None = None  # a refused request's size, since the latest answer
+
+    @property
+    def refused(self) -> bool:
+        return self.refusal is not None
+
+    def figure(self, total: int) -> int:
+        if self.anchor is None:
+            measure = total
+        elif self.counts_since:
+            measure = self.anchor + total - self.base
+        else:
+            measure = self.anchor
+        return max(measure, self.refusal or 0)
+
+    def appended(self, message: Message, total: int) -> None:
+        if self.awaiting and message.role is Role.ASSISTANT:
+            self.base = total  # the answer's first record is covered by its usage
+            self.awaiting = False
+
+    def requested(self, tokens: int, total: int, state: StepState | None, window: int) -> None:
+        """A request of ``tokens`` was sent with a context estimated at ``total``."""
+        answered = state is not None and state.usage is not None and not state.rejected
+        if answered and state is not None and state.usage is not None:
+            self.anchor = tokens + state.usage.output
+            self.base = total
+            self.awaiting = True
+            self.refusal = None
+        elif tokens > window:
+            self.refusal = tokens
+        elif state is not None and state.rejected:
+            self.refusal = window + 1  # refused, with no size given: over the window
+
+    def compacted(self) -> None:
+        """The context was compacted: no earlier usage describes it."""
+        self.anchor = None
+        self.refusal = None
+
+
+@dataclass
+class _Taken:
+    decisions: list[Decision] = field(default_factory=list)
+    records: list[ActionRecord] = field(default_factory=list)
+    adopted: bool = False
+
+
+def _check_at_compaction(
+    event: Compacted,
+    figure: int,
+    step: int,
+    context: _Context,
+    usage: _UsageMeasure,
+    profile: Profile,
+    policy: Policy,
+    estimate: Estimate,
+    summarizer: Summarizer,
+) -> tuple[_Taken, str | None]:
+    """The replayed agent's check where the recording compacted (before what the compaction
+    put in): the user's ``/compact`` is made again; otherwise the policy decides on the
+    agent's figure. Where it compacts, the recorded result is taken. Returns what was decided
+    and, when nothing was, why the inputs cannot tell (or None)."""
+    taken = _Taken()
+    if event.trigger == "manual":
+        taken.decisions.append(Decision(step, "compaction", figure, event.tokens_after, "manual"))
+        taken.adopted = True
+    else:
+        with context.with_overhead(figure - context.total, True) as items:
+            fired = [r for r in policy.manage(items, profile, estimate, summarizer) if r.fired]
+            before = items[:] if fired else []
+        for result in fired:
+            kind = _KIND_OF_ACTION.get(result.action, result.action.value)
+            taken.records.append(ActionRecord(step, before, result))
+            if kind == "compaction":
+                trigger = str(result.details.get("trigger", event.trigger))
+                taken.decisions.append(
+                    Decision(step, kind, result.tokens_before, event.tokens_after, trigger)
+                )
+                taken.adopted = True
+            else:
+                taken.decisions.append(
+                    Decision(step, kind, result.tokens_before, result.tokens_after, result.reason)
+                )
+                if kind in _REDUCING and result.details.get("persistent", True):
+                    context.replace(result.items)
+    if taken.adopted:
+        context.keep_only(event.retained_ids, event.keep_system)
+        usage.compacted()
+        return taken, None
+    ask = getattr(policy, "undetermined", None)
+    why = ask(event.trigger, figure, usage.refused, profile) if ask is not None else None
+    return taken, why if isinstance(why, str) else None
 
 
 _OVERHEAD_TEXT = {

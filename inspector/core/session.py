@@ -165,7 +165,8 @@ class MessageEntry(NamedTuple):
     when no body is wanted (``Parser.feed_entries``). The session records it exactly as it records
     the ``MessageAdded`` of the same message; the body is read back by span through the session's
     body reader when asked for (there must be one). Its estimate comes from ``chars`` through
-    ``Session.estimate_chars`` when the session has one, else from the body read back."""
+    ``Session.estimate_chars`` when the session has one, else ``estimate`` when the reader gives
+    it, else from the body read back."""
 
     id: str
     role: Role
@@ -179,6 +180,8 @@ class MessageEntry(NamedTuple):
     offset: int
     length: int
     line: int
+    # the agent's own estimate, when the reader computes it (``Parser.entry_estimates``)
+    estimate: int | None = None
 
 
 class Counter(Protocol):
@@ -1003,6 +1006,7 @@ class Session:
             offsets,
             lengths,
             lines,
+            estimates,
         ) = zip(*entries, strict=True)
         # ``fromlist`` sizes a column once (``extend`` from a sequence grows it value by value)
         t.ids.extend(ids)
@@ -1031,10 +1035,14 @@ class Session:
         )
         t.chars.fromlist(list(chars))
         estimate_chars = self.estimate_chars
+        from_bodies = False
         if estimate_chars is not None:
             t.estimate.fromlist(list(map(estimate_chars, chars)))
+        elif None not in estimates:
+            t.estimate.fromlist(list(estimates))
         else:
             t.estimate.extend(array("i", [0]) * count)  # filled below, from the bodies
+            from_bodies = True
         t.exact.extend(array("i", [-1]) * count)
         t.reported.fromlist([-1 if n is None else _clamp(n) for n in tokens])
         t.step_added.extend(array("i", [0]) * count)
@@ -1044,7 +1052,7 @@ class Session:
         t.offset.fromlist(list(offsets))
         t.length.fromlist(list(lengths))
         t.line.fromlist(list(lines))
-        if estimate_chars is None:  # the estimate needs the body
+        if from_bodies:  # the estimate needs the body
             for index in range(first, first + count):
                 t.estimate[index] = self.estimator(self.body(index))
 

@@ -364,7 +364,7 @@ def summarize_replay(session: Session, result: ReplayResult, facts: RunFacts) ->
         "compactions": [
             {
                 "step": d.step,
-                "trigger": "manual" if d.detail == "manual" else "replay",
+                "trigger": d.detail if d.detail in _TRIGGERS else "replay",
                 "before_tokens": d.tokens_before,
                 "after_tokens": d.tokens_after,
             }
@@ -392,6 +392,8 @@ def summarize_replay(session: Session, result: ReplayResult, facts: RunFacts) ->
         "agreement": round(result.agreement, 4),
         "disagreements": result.disagreements,
         "recorded_decisions": [d.as_dict() for d in result.recorded],
+        "undetermined": result.undetermined,
+        "assumed_settings": _assumed(profile),
         "curve": [
             {
                 "step": s.step,
@@ -403,6 +405,22 @@ def summarize_replay(session: Session, result: ReplayResult, facts: RunFacts) ->
             for s in result.steps
         ],
     }
+
+
+_TRIGGERS = frozenset({"manual", "auto", "reactive"})
+
+
+def _assumed(profile: Profile) -> list[dict[str, Any]]:
+    """The settings that no file of this agent records, with the values replay used and
+    whether they were given (else they are the profile's defaults)."""
+    return [
+        {
+            "setting": name,
+            "value": getattr(profile, name),
+            "source": "given" if name in profile.model_fields_set else "default",
+        }
+        for name in profile.unrecorded_settings
+    ]
 
 
 def _saved(before: int | None, after: int | None) -> int | None:

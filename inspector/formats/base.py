@@ -112,6 +112,10 @@ class Parser(ABC):
     """Turns the bytes of one input into events, incrementally."""
 
     format_name: ClassVar[str] = ""
+    # The estimate rule whose figure ``apply_scanned`` can give with each ``MessageEntry``
+    # (``MessageEntry.estimate``), and whether it is asked to (the session estimates with it).
+    entry_estimate_rule: ClassVar[str | None] = None
+    entry_estimates: bool = False
 
     def __init__(self, source: int = 0, path: str = "") -> None:
         self.source = source

@@ -60,6 +60,7 @@ from typing import Any, ClassVar
 
 import orjson
 
+from inspector.core.estimate import claude_code_part, estimate_text
 from inspector.core.model import (
     Compacted,
     ContextReset,
@@ -71,6 +72,7 @@ from inspector.core.model import (
     Part,
     PartType,
     Pruned,
+    RequestRejected,
     RequestSent,
     Role,
     SessionInfo,
@@ -84,6 +86,7 @@ from inspector.formats.chat_common import compact_json, kind_for, type_name
 from inspector.formats.registry import FormatSpec, Head, folder_problem, read_head, register
 
 AGENT = "claude-code"
+ESTIMATE_RULE = "claude-code"  # the estimate the scanners compute (``entry_estimates``)
 SYNTHETIC_MODEL = "<synthetic>"
 WINDOW_1M = 1_000_000
 LOG_TEXT_CHARS = 200
@@ -150,6 +153,12 @@ _USED_KEY = re.compile(
 )
 RESULT_TAIL_WINDOW = 4096  # the keys after toolUseResult are looked for in the line's tail
 _AGENT_FILE = re.compile(r"^agent-([0-9A-Za-z_-]+)\.jsonl$")
+# The provider's refusal of a prompt that does not fit, and its figures when it gives them
+# ("prompt is too long: 203052 tokens > 200000 maximum").
+_TOO_LONG = re.compile(r"prompt is too long", re.IGNORECASE)
+_TOO_LONG_FIGURES = re.compile(r"(\d[\d,]*)\s*tokens?\s*>\s*(\d[\d,]*)")
+ERROR_SUBTYPES = frozenset({"api_error", "api_retry", "error"})
+REFUSAL_TEXT_CHARS = 500
 _MISSING = object()
 
 
@@ -251,6 +260,23 @@ def _usage_event(
             "model": model,
             "request_id": request_id,
             "thread": thread,
+        },
+    )
+
+
+def _request_event(
+    model: str | None, request_id: str | None, thread: str, ts: str | None, span: SourceSpan
+) -> RequestSent:
+    return trusted(
+        RequestSent,
+        {
+            "timestamp": ts,
+            "span": span,
+            "type": "request",
+            "model": model,
+            "request_id": request_id,
+            "thread": thread,
+            "final_turn": False,
         },
     )
 
@@ -362,6 +388,8 @@ def _scan_line(line: memoryview) -> tuple[Any, ...] | None:
             return _scan_system(obj)
         if kind == "attachment":
             return _scan_attachment(obj)
+        if kind == "api-request":
+            return None  # its max_tokens is a session fact: the full reader
         return (_LOG, _metadata_text(kind, obj, False), kind, _str(obj.get("timestamp")))
     except _Declined:
         return None
@@ -393,6 +421,20 @@ def _json_chars(value: Any) -> int:
     return len(data) if data.isascii() else len(data.decode())
 
 
+# Claude Code's own estimate of a message (``estimate_text`` / ``estimate_part`` of its rule),
+# computed by the scanners from the same values as the parts the full reader makes.
+
+
+def _q(text: str) -> int:
+    """Claude Code's estimate of one text: ``Math.round(length / 4)`` in UTF-16 units."""
+    return estimate_text(ESTIMATE_RULE, text)
+
+
+def _q_json(value: Any) -> int:
+    """``_q(compact_json(value))``."""
+    return _q(compact_json(value))
+
+
 # ``len(Message.text)``: the text is its parts' non-empty pieces joined by newlines, so the
 # scanners sum the pieces' sizes and count them: the length is ``size + pieces - 1``.
 
@@ -404,6 +446,8 @@ def _scan_assistant(obj: dict[str, Any]) -> tuple[Any, ...] | None:
     sidechain, uuid, parent, ts = _envelope(obj)
     get = message.get
     model = get("model")
+    if model == SYNTHETIC_MODEL:
+        raise _Declined  # a local notice or an API error: the full reader
     key = get("id")
     if not key or not isinstance(key, str):
         key = _str(obj.get("requestId"))
@@ -425,7 +469,7 @@ def _scan_assistant(obj: dict[str, Any]) -> tuple[Any, ...] | None:
                 out if type(out) is int else 0,
             )
     content = get("content")
-    size = pieces = 0
+    size = pieces = rough = 0
     has_text = has_call = False
     tool: str | None = None
     calls: list[tuple[str, str]] = []
@@ -433,14 +477,17 @@ def _scan_assistant(obj: dict[str, Any]) -> tuple[Any, ...] | None:
         if content:
             size, pieces = len(content), 1
             has_text = not content.isspace()
+            rough = _q(content)
     elif isinstance(content, list):
         for block in content:
             if not isinstance(block, dict):
                 if isinstance(block, str):
                     n = len(block)
                     has_text = has_text or (n > 0 and not block.isspace())
+                    rough += _q(block)
                 else:
                     n = _json_chars(block)
+                    rough += _q_json(block)
                 if n:
                     size += n
                     pieces += 1
@@ -452,26 +499,36 @@ def _scan_assistant(obj: dict[str, Any]) -> tuple[Any, ...] | None:
                     size += len(body)
                     pieces += 1
                     has_text = has_text or (btype == "text" and not body.isspace())
+                    rough += _q(body)
             elif btype in CALL_TYPES:
                 has_call = True
                 name = block.get("name")
-                if name and isinstance(name, str):
+                named = name if name and isinstance(name, str) else ""
+                if named:
                     if name in TASK_TOOLS:
                         raise _Declined  # its prompt links a sidechain: the full reader
-                    size += len(name)
+                    size += len(named)
                     pieces += 1
                     if tool is None:
-                        tool = name
+                        tool = named
                     call_id = block.get("id")
                     if call_id and isinstance(call_id, str):
-                        calls.append((call_id, name))
+                        calls.append((call_id, named))
                 raw = block.get("input")
                 if raw is not None:
-                    size += _json_chars(raw)
+                    arguments = compact_json(raw)
+                    size += len(arguments)
                     pieces += 1
-            elif btype != "redacted_thinking":
+                    rough += _q(named + (arguments or "{}"))
+                else:
+                    rough += _q(named + "{}")
+            elif btype == "redacted_thinking":
+                data = block.get("data")
+                rough += (len(data) + 2) // 4 if isinstance(data, str) and data else 0
+            else:
                 size += _json_chars(block)
                 pieces += 1
+                rough += _q_json(block)
     return (
         _ASSISTANT,
         sidechain,
@@ -485,6 +542,7 @@ def _scan_assistant(obj: dict[str, Any]) -> tuple[Any, ...] | None:
         _KIND_TOOL_CALL if has_call and not has_text else _KIND_MESSAGE,
         tool,
         calls,
+        rough,
     )
 
 
@@ -494,15 +552,21 @@ def _scan_user(obj: dict[str, Any]) -> tuple[Any, ...] | None:
         return None
     sidechain, uuid, parent, ts = _envelope(obj)
     content = message.get("content")
-    size = pieces = 0
+    size = pieces = rough = 0
     results: list[str] = []
     if isinstance(content, str):
         if content:
             size, pieces = len(content), 1
+            rough = _q(content)
     elif isinstance(content, list):
         for block in content:
             if not isinstance(block, dict):
-                n = len(block) if isinstance(block, str) else _json_chars(block)
+                if isinstance(block, str):
+                    n = len(block)
+                    rough += _q(block)
+                else:
+                    n = _json_chars(block)
+                    rough += _q_json(block)
                 if n:
                     size += n
                     pieces += 1
@@ -517,17 +581,28 @@ def _scan_user(obj: dict[str, Any]) -> tuple[Any, ...] | None:
                     if result:
                         size += len(result)
                         pieces += 1
+                        rough += _q(result)
                 elif result is not None:
                     n, k = _result_pieces(result)
                     size += n
                     pieces += k
+                    rough += _result_rough(result)
             elif btype == "text":
                 text = block.get("text")
                 if text and isinstance(text, str):
                     size += len(text)
                     pieces += 1
-            elif btype != "image":
-                n = len(_document_part(block).text) if btype == "document" else _json_chars(block)
+                    rough += _q(text)
+            elif btype == "image":
+                rough += claude_code_part(_image_part(block))
+            else:
+                if btype == "document":
+                    part = _document_part(block)
+                    n = len(part.text)
+                    rough += claude_code_part(part)
+                else:
+                    n = _json_chars(block)
+                    rough += _q_json(block)
                 if n:
                     size += n
                     pieces += 1
@@ -544,7 +619,53 @@ def _scan_user(obj: dict[str, Any]) -> tuple[Any, ...] | None:
         kind = _KIND_ATTACHMENT
     else:
         kind = _KIND_MESSAGE
-    return (_USER, sidechain, uuid, parent, ts, size + pieces - 1 if pieces else 0, kind, results)
+    return (
+        _USER,
+        sidechain,
+        uuid,
+        parent,
+        ts,
+        size + pieces - 1 if pieces else 0,
+        kind,
+        results,
+        rough,
+    )
+
+
+def _result_rough(content: Any) -> int:
+    """Claude Code's estimate of the parts ``ClaudeCodeParser._result_parts`` makes of a tool
+    result's content that is neither a string nor null."""
+    text, extra = _result_content(content)
+    return _q(text) + sum(map(claude_code_part, extra))
+
+
+def _result_content(content: Any) -> tuple[str, list[Part]]:
+    """A tool result's content as the text of its TOOL_RESULT part (its texts joined by
+    newlines) and the parts that follow it (images, documents, other blocks)."""
+    if isinstance(content, str):
+        return content, []
+    if content is None:
+        return "", []
+    if not isinstance(content, list):
+        return compact_json(content), []
+    texts: list[str] = []
+    extra: list[Part] = []
+    for item in content:
+        if isinstance(item, dict):
+            itype = item.get("type")
+            if itype == "text":
+                texts.append(_str(item.get("text")) or "")
+            elif itype == "image":
+                extra.append(_image_part(item))
+            elif itype == "document":
+                extra.append(_document_part(item))
+            else:
+                extra.append(_unknown_block(item))
+        elif isinstance(item, str):
+            texts.append(item)
+        elif item is not None:
+            extra.append(_unknown_block(item))
+    return "\n".join(texts), extra
 
 
 def _result_pieces(content: Any) -> tuple[int, int]:
@@ -580,7 +701,7 @@ def _result_pieces(content: Any) -> tuple[int, int]:
 
 def _scan_system(obj: dict[str, Any]) -> tuple[Any, ...] | None:
     subtype = _str(obj.get("subtype"))
-    if subtype == "microcompact_boundary":
+    if subtype == "microcompact_boundary" or subtype in ERROR_SUBTYPES:
         return None
     sidechain, uuid, parent, ts = _envelope(obj)
     level = _str(obj.get("level"))
@@ -605,6 +726,7 @@ def _scan_attachment(obj: dict[str, Any]) -> tuple[Any, ...] | None:
         ts,
         len(text) if text is not None else None,
         atype,
+        sum(map(_q, _attachment_pieces(obj, text))) if text is not None else 0,
     )
 
 
@@ -652,6 +774,8 @@ class ClaudeCodeParser(LineParser):
         self._dup_lines: set[int] = set()  # lines whose uuid was seen before (id gets #line)
         self._reread = False
         self._strings: dict[str, str] = {}
+        self._refused = False  # the provider refused the latest main request (not yet answered)
+        self._max_output: int | None = None  # the max_tokens the agent's requests ask for
 
     # -- entry points -----------------------------------------------------------------------
 
@@ -1113,6 +1237,8 @@ class ClaudeCodeParser(LineParser):
             if main and model is not None and model != self._model:
                 self._model_info(model, span, out)
             self._response(obj, message, model, thread, span, ts, out)
+        elif synthetic and not self._reread:
+            self._note_refusal(obj, thread, ts, span, out)
         parts = self._assistant_parts(message.get("content"), main)
         kind = MessageKind.META if synthetic else kind_for(Role.ASSISTANT, parts)
         self._emit_message(
@@ -1169,20 +1295,8 @@ class ClaudeCodeParser(LineParser):
         self._open[thread] = (key, usage)
         if thread == "main":
             self._segment = {self._last_node} if self._last_node >= 0 else set()
-        out.append(
-            trusted(
-                RequestSent,
-                {
-                    "timestamp": ts,
-                    "span": span,
-                    "type": "request",
-                    "model": model,
-                    "request_id": key,
-                    "thread": thread,
-                    "final_turn": False,
-                },
-            )
-        )
+            self._refused = False
+        out.append(_request_event(model, key, thread, ts, span))
         if usage is not None:
             out.append(_usage_event(usage, model, key, thread, ts, span))
 
@@ -1290,32 +1404,7 @@ class ClaudeCodeParser(LineParser):
     def _result_parts(self, block: dict[str, Any], call_id: str | None, parts: list[Part]) -> None:
         name = self._tool_names.get(call_id) if call_id is not None else None
         is_error = block.get("is_error") is True
-        content = block.get("content")
-        extra: list[Part] = []
-        if isinstance(content, str):
-            text = content
-        elif isinstance(content, list):
-            texts = []
-            for item in content:
-                if isinstance(item, dict):
-                    itype = item.get("type")
-                    if itype == "text":
-                        texts.append(_str(item.get("text")) or "")
-                    elif itype == "image":
-                        extra.append(_image_part(item))
-                    elif itype == "document":
-                        extra.append(_document_part(item))
-                    else:
-                        extra.append(_unknown_block(item))
-                elif isinstance(item, str):
-                    texts.append(item)
-                elif item is not None:
-                    extra.append(_unknown_block(item))
-            text = "\n".join(texts)
-        elif content is None:
-            text = ""
-        else:
-            text = compact_json(content)
+        text, extra = _result_content(block.get("content"))
         parts.append(
             _part(PartType.TOOL_RESULT, text, tool_name=name, call_id=call_id, is_error=is_error)
         )
@@ -1356,13 +1445,14 @@ class ClaudeCodeParser(LineParser):
             if not self._reread:
                 out.append(_log(self._shared(f"attachment {atype or '?'}"), "attachment", ts, span))
             return
+        parts = [_part(PartType.TEXT, piece) for piece in _attachment_pieces(obj, text)]
         self._emit_message(
             out,
             span,
             mid,
             Role.USER,
             MessageKind.ATTACHMENT,
-            [_part(PartType.TEXT, text)],
+            parts,
             thread=thread,
             node=node,
             timestamp=ts,
@@ -1397,12 +1487,41 @@ class ClaudeCodeParser(LineParser):
                 out.append(SessionInfo(extra={"subagents": dict(self._subagents)}, span=span))
                 return
         level = _str(obj.get("level"))
-        if subtype in ("api_error", "error"):
+        if subtype in ERROR_SUBTYPES:
             level = "error"
+            self._note_refusal(obj, thread, ts, span, out)
         content = obj.get("content")
         label = subtype or "system"
         text = f"{label}: {_short(content)}" if isinstance(content, str) and content else label
         out.append(_log(text, "system", ts, span, level))
+
+    def _note_refusal(
+        self, obj: dict[str, Any], thread: str, ts: str | None, span: SourceSpan, out: list[Event]
+    ) -> None:
+        """A line that reports the provider refusing the latest request as too long: the
+        request (no line of its own records it) and its refusal, once per request."""
+        found = _refusal(obj)
+        if found is None:
+            return
+        main = thread == "main"
+        if main and self._refused:
+            return  # another report of the same refusal
+        reason, tokens, limit = found
+        out.append(_request_event(self._model, None, thread, ts, span))
+        out.append(
+            RequestRejected(
+                reason=reason,
+                code="prompt_too_long",
+                tokens=tokens,
+                limit=limit,
+                model=self._model,
+                thread=thread,
+                timestamp=ts,
+                span=span,
+            )
+        )
+        if main:
+            self._refused = True
 
     def _compaction(
         self, obj: dict[str, Any], thread: str, span: SourceSpan, ts: str | None, out: list[Event]
@@ -1413,6 +1532,10 @@ class ClaudeCodeParser(LineParser):
             if not isinstance(meta, dict):
                 meta = {}
         trigger = _str(meta.get("trigger")) or _str(obj.get("trigger")) or "auto"
+        if thread == "main" and self._refused:
+            if trigger == "auto":
+                trigger = "reactive"  # after the provider refused the request as too long
+            self._refused = False
         before = _positive(meta.get("preTokens", meta.get("pre_tokens")))
         after = _positive(meta.get("postTokens", meta.get("post_tokens")))
         retained: list[str] = []
@@ -1497,11 +1620,42 @@ class ClaudeCodeParser(LineParser):
         ts = ts if isinstance(ts, str) and ts else None
         text = _metadata_text(kind, obj, self.stream_json)
         out.append(_log(self._shared(text), self._shared(kind), ts, span))
+        if kind == "api-request":
+            self._request_facts(obj, span, out)
+        elif kind == "result" and self.stream_json:
+            self._result_facts(obj, span, out)
+
+    def _request_facts(self, obj: dict[str, Any], span: SourceSpan, out: list[Event]) -> None:
+        """The max_tokens of the agent's own requests (2.1.3xx ``api-request`` lines record
+        what was sent): its output reserve comes from it. A compaction's request is not one."""
+        source = _str(obj.get("querySource")) or ""
+        params = obj.get("params")
+        if "compact" in source or not isinstance(params, dict):
+            return
+        max_tokens = _positive(params.get("max_tokens"))
+        if max_tokens is not None and max_tokens != self._max_output:
+            self._max_output = max_tokens
+            out.append(SessionInfo(extra={"max_output_tokens": max_tokens}, span=span))
+
+    def _result_facts(self, obj: dict[str, Any], span: SourceSpan, out: list[Event]) -> None:
+        """The stream's last line: the model's window and max output as the CLI resolved them
+        (``modelUsage``), and a run that ended on a refused prompt."""
+        usage = obj.get("modelUsage")
+        model_usage = usage.get(self._model) if isinstance(usage, dict) and self._model else None
+        if isinstance(model_usage, dict):
+            window = _positive(model_usage.get("contextWindow"))
+            max_output = _positive(model_usage.get("maxOutputTokens"))
+            extra = {"max_output_tokens": max_output} if max_output is not None else {}
+            if window is not None or extra:
+                out.append(SessionInfo(context_window=window, extra=extra, span=span))
+        if obj.get("is_error") is True:
+            self._note_refusal(obj, "main", None, span, out)
 
     # -- reading without bodies (two phases; see ``base``) -----------------------------------
 
     two_phase = True
     scan_line = staticmethod(_scan_line)
+    entry_estimate_rule = ESTIMATE_RULE
 
     def apply_scanned(self, record: Any, span: SourceSpan, out: list[Item]) -> bool:
         """A record of ``_scan_line`` to events and a ``MessageEntry``: what ``parse_line``
@@ -1528,7 +1682,7 @@ class ClaudeCodeParser(LineParser):
             self._flush_links(span, out)
         node = self._enter_node(uuid, parent, tag == _USER, False, span, out) if uuid else -1
         if tag == _ASSISTANT:
-            _, _, _, _, _, model, key, usage, chars, kind, tool, calls = record
+            _, _, _, _, _, model, key, usage, chars, kind, tool, calls, rough = record
             if model is not None:
                 model = self._shared(model)
             synthetic = model == SYNTHETIC_MODEL
@@ -1546,7 +1700,7 @@ class ClaudeCodeParser(LineParser):
             if tool is not None:
                 tool = shared(tool)
         elif tag == _USER:
-            _, _, _, _, _, chars, kind, results = record
+            _, _, _, _, _, chars, kind, results, rough = record
             tool = None
             if results:
                 names = self._tool_names
@@ -1564,6 +1718,7 @@ class ClaudeCodeParser(LineParser):
             visible = True
         else:  # _ATTACHMENT
             chars = record[5]
+            rough = record[7]
             if chars is None:
                 text = self._shared(f"attachment {record[6] or '?'}")
                 out.append(_log(text, "attachment", ts, span))
@@ -1590,10 +1745,42 @@ class ClaudeCodeParser(LineParser):
                     span.offset,
                     span.length,
                     span.line,
+                    rough if self.entry_estimates else None,
                 ),
             )
         )
         return True
+
+
+def _refusal(obj: dict[str, Any]) -> tuple[str, int | None, int | None] | None:
+    """(message, tokens, limit) when a line reports the provider refusing a prompt as too long
+    (an API-error notice, an error or retry line, a run's failed result), else None."""
+    texts: list[str] = []
+    message = obj.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        texts.append(content)
+    elif isinstance(content, list):
+        texts.extend(b["text"] for b in content if isinstance(b, dict) and _str(b.get("text")))
+    for key in ("error", "apiError", "cause", "content", "result", "message"):
+        value = obj.get(key)
+        if isinstance(value, str):
+            texts.append(value)
+        elif isinstance(value, dict) and key != "message":
+            texts.append(compact_json(value))
+    text = " ".join(texts)
+    if not _TOO_LONG.search(text):
+        return None
+    figures = _TOO_LONG_FIGURES.search(text)
+    tokens = limit = None
+    if figures is not None:
+        tokens = int(figures.group(1).replace(",", ""))
+        limit = int(figures.group(2).replace(",", ""))
+    match = _TOO_LONG.search(text)
+    assert match is not None
+    start = match.start()
+    reason = _short(text[start : start + REFUSAL_TEXT_CHARS], REFUSAL_TEXT_CHARS)
+    return reason, tokens, limit
 
 
 def _metadata_text(kind: str, obj: dict[str, Any], stream_json: bool) -> str:
@@ -1614,6 +1801,18 @@ def _metadata_text(kind: str, obj: dict[str, Any], stream_json: bool) -> str:
     if kind in KNOWN_TYPES or (stream_json and kind in STREAM_TYPES):
         return kind
     return f"{kind} (unknown line type)"
+
+
+def _attachment_pieces(obj: dict[str, Any], text: str) -> list[str]:
+    """The texts of an attachment's parts: one per item of its ``rendered`` list (one message
+    each, which Claude Code estimates on its own) when there are several and none is empty,
+    else its whole text."""
+    rendered = obj.get("rendered")
+    if isinstance(rendered, list) and len(rendered) > 1:
+        pieces = [_plain(item) for item in rendered]
+        if all(pieces) and "\n".join(pieces) == text:
+            return pieces
+    return [text]
 
 
 def _attachment_text(obj: dict[str, Any], att: dict[str, Any], atype: str | None) -> str | None:

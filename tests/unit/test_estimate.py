@@ -57,6 +57,7 @@ def test_every_rule_is_listed_and_unknown_rules_fail() -> None:
     assert set(ESTIMATORS) == {
         "baseagent", "aiagent", "goagent", "fifth", "opencode", "guide", "exact", "chars4",
         "codex",
+        "claude-code",
     }  # fmt: skip
     for rule in ESTIMATORS:
         assert estimate_message(rule, msg(text("abcd"))) >= 0
@@ -128,6 +129,44 @@ def test_opencode_message_sums_parts() -> None:
 @given(st.text(alphabet="abc xyz\n", max_size=200))
 def test_opencode_is_floor_of_quarter_plus_half(s: str) -> None:
     assert estimate_text("opencode", s) == math.floor(len(s) / 4 + 0.5)
+
+
+# -- Claude Code: Math.round(length / 4) per content block -------------------------------
+
+
+def test_claude_code_rounds_each_block_on_its_own() -> None:
+    # the real run's figures: a 69,851-char tool result and two reminders, each rounded
+    # on its own, add up to the 17,600 of its preTokens (123,610 − 105,918 − 92)
+    parts = (result("x" * 69_851), text("y" * 458), text("z" * 86))
+    assert estimate_message("claude-code", msg(*parts)) == 17_463 + 115 + 22 == 17_600
+    assert estimate_message("claude-code", msg(text("x" * 23_293))) == 5_823  # 5,823.25
+    assert estimate_text("claude-code", "abcdef") == 2  # 1.5 rounds up
+    assert estimate_text("claude-code", "😀😀") == 1  # four UTF-16 units
+
+
+def test_claude_code_blocks() -> None:
+    m = msg(
+        Part(type=PartType.THINKING, text="hmm, let me see"),  # 15 -> 4
+        call("Read", '{"file_path":"/a"}'),  # 4 + 18 = 22 -> 6 (5.5 up)
+        IMAGE,  # 2,000 whatever its size
+        Part(type=PartType.THINKING, data_bytes=10),  # redacted: its data, 10 -> 3
+        role=Role.ASSISTANT,
+    )
+    assert estimate_message("claude-code", m) == 4 + 6 + 2_000 + 3
+    document = Part(type=PartType.ATTACHMENT, media_type="application/pdf", data_bytes=9)
+    assert estimate_message("claude-code", msg(document)) == 2_000
+    no_input = Part(type=PartType.TOOL_CALL, tool_name="Glob", arguments="")
+    assert estimate_message("claude-code", msg(no_input)) == 2  # "Glob{}"
+
+
+@given(st.lists(st.text(max_size=60), max_size=6))
+def test_claude_code_sums_the_blocks(texts: list[str]) -> None:
+    def js_round(t: str) -> int:
+        units = len(t.encode("utf-16-le", "surrogatepass")) // 2
+        return math.floor(units / 4 + 0.5)
+
+    m = msg(*(text(t) for t in texts))
+    assert estimate_message("claude-code", m) == sum(js_round(t) for t in texts)
 
 
 # -- the guide: len//4 + 1, 0 for empty, text content only ------------------------------

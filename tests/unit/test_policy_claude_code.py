@@ -15,7 +15,10 @@ from inspector.core.policies.claude_code import (
     MICROCOMPACT_KEEP_RECENT,
     POLICY,
     SUMMARY_PREFIX,
+    SUMMARY_PREFIX_21,
+    ClaudeCodePolicy,
     idle_minutes,
+    preserved_tail,
 )
 from inspector.core.profiles import ClaudeCodeProfile
 
@@ -79,24 +82,78 @@ def test_auto_compaction_when_the_count_reaches_the_threshold() -> None:
     items = sized(167_000)
     (compaction,) = POLICY.manage(items, PROFILE, estimate, summarizer)
     assert compaction.fired and compaction.details["trigger"] == "auto"
-    assert compaction.items[0].id == "sys"
-    assert len(compaction.items) == 2
+    # 2.1 keeps the latest response (and what followed it) verbatim after the summary
+    assert [i.id for i in compaction.items] == ["sys", "u1:compact-summary", "a1"]
     summary = compaction.items[1].message
     assert summary.role is Role.USER and summary.kind is MessageKind.SUMMARY
-    assert summary.text == SUMMARY_PREFIX + "Analysis: we fixed it"
+    assert summary.text == SUMMARY_PREFIX_21 + "Analysis: we fixed it"
     assert summary.text.startswith(
         "This session is being continued from a previous conversation that ran out of "
-        "context. The conversation is summarized below:\n"
+        "context. The summary below covers the earlier portion of the conversation.\n\n"
     )
     assert [c.status for c in full_changes(items, compaction)] == [
         ItemStatus.KEPT,
         ItemStatus.SUMMARIZED,
-        ItemStatus.SUMMARIZED,
+        ItemStatus.KEPT,
         ItemStatus.ADDED,
     ]
-    assert compaction.details["preserved_tail"] == 0
+    assert compaction.details["preserved_tail"] == 1
     assert summarizer.calls[0][1] == 20_000  # min(max output, 20,000)
-    assert [m.id for m in summarizer.calls[0][0]] == ["u1", "a1"]
+    assert [m.id for m in summarizer.calls[0][0]] == ["u1"]
+
+
+def test_20_summarises_everything() -> None:
+    older = ClaudeCodeProfile(version="2.0.64")
+    summarizer = FakeSummarizer()
+    (compaction,) = POLICY.manage(sized(160_000), older, estimate, summarizer)
+    assert [i.id for i in compaction.items] == ["sys", "a1:compact-summary"]
+    assert compaction.items[1].message.text == SUMMARY_PREFIX + "Analysis: we fixed it"
+    assert compaction.details["preserved_tail"] == 0
+
+
+def test_the_tail_is_the_whole_latest_response_and_what_followed() -> None:
+    items = [
+        item(text(Role.USER, "u1")),
+        item(text(Role.ASSISTANT, "a1")),
+        item(results("r1", ("c1", "Read"))),
+        item(text(Role.ASSISTANT, "a2-thinking")),
+        item(text(Role.ASSISTANT, "a2-call")),
+        item(results("r2", ("c2", "Read"))),
+        item(text(Role.USER, "reminder")),
+    ]
+    assert preserved_tail(items) == [3, 4, 5, 6]
+    assert preserved_tail([item(text(Role.USER, "u"))]) == []
+
+
+def test_reactive_without_an_auto_compact_window() -> None:
+    """2.1.329 with the window unset: no threshold; only a request over the model's window
+    (refused by the provider) is compacted, after the refusal."""
+    reactive = ClaudeCodeProfile(version="2.1.329")
+    assert not reactive.proactive()
+    assert reactive.threshold() == 200_000 and reactive.strict_threshold()
+    assert not POLICY.manage(sized(200_000), reactive, estimate, FakeSummarizer())
+    (compaction,) = POLICY.manage(sized(200_001), reactive, estimate, FakeSummarizer())
+    assert compaction.details["trigger"] == "reactive"
+    assert "refused 200,001 (over 200,000)" in compaction.reason
+    windowed = reactive.model_copy(update={"autocompact_window": 150_000})
+    assert windowed.proactive() and windowed.threshold() == 117_000
+    (threshold,) = POLICY.manage(sized(117_000), windowed, estimate, FakeSummarizer())
+    assert threshold.details["trigger"] == "auto"
+    # before 2.1.120 an unset window still meant the 167k threshold
+    assert ClaudeCodeProfile(version="2.1.119").threshold() == 167_000
+
+
+def test_what_replay_cannot_judge() -> None:
+    reactive = ClaudeCodeProfile(version="2.1.329")
+    policy = ClaudeCodePolicy()
+    why = policy.undetermined("auto", 123_610, False, reactive)
+    assert why is not None and "no input given records the refusal" in why
+    assert "123,610" in why and "--set autocompact_window=N" in why
+    assert policy.undetermined("auto", 123_610, True, reactive) is None  # a refusal is known
+    assert policy.undetermined("manual", 123_610, False, reactive) is None
+    windowed = reactive.model_copy(update={"autocompact_window": 150_000})
+    assert policy.undetermined("auto", 123_610, False, windowed) is None
+    assert policy.undetermined("auto", 1, False, ClaudeCodeProfile(version="2.0.64")) is None
 
 
 def test_the_threshold_follows_the_profile() -> None:
@@ -186,7 +243,8 @@ def test_microcompaction_before_auto_compaction() -> None:
     assert micro.fired and compaction.fired
     assert compaction.tokens_before == micro.tokens_after
     combined = POLICY.compact(items, PROFILE, estimate, FakeSummarizer())
-    assert combined.fired and len(combined.items) == 1
+    # the summary, then the latest response and the prompt after it, kept verbatim
+    assert combined.fired and [i.id for i in combined.items][1:] == ["done", "back"]
     assert combined.tokens_before == sum(i.tokens for i in items)
 
 

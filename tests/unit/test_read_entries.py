@@ -213,6 +213,8 @@ def test_events_of_gives_the_events_of_those_classes_in_order() -> None:
 
 def _read(path: Path, *, bodies: bool, parallel: bool, profile: Profile) -> Session:
     parser = ClaudeCodeParser(0, str(path))
+    # the scanners' own estimate, when the profile estimates with the reader's rule
+    parser.entry_estimates = profile.estimator == parser.entry_estimate_rule
 
     def read_back(span: SourceSpan) -> list[Message]:
         return parser.messages_at(read_span(path, span.offset, span.length), span)
@@ -305,10 +307,20 @@ def test_the_loader_reads_without_bodies_when_none_is_needed(tmp_path: Path) -> 
         exact = load_session(path, profile, format_spec=spec, count_exact=False, tokenize=True)
     finally:
         mp.undo()
-    assert seen == [False, True]  # a tokenizer rule needs the texts
+    # Claude Code's own estimate comes with each entry: no body is needed, tokenizer or not
+    assert seen == [False, False]
     full = _read(path, bodies=True, parallel=False, profile=profile)
     assert _state(stats.session) == _state(full)
     assert exact.session.message_count == full.message_count
+    seen.clear()
+    ours = build_profile("claude-code", sets=["estimator=exact"])
+    mp.setattr(loader, "read_file", spy)
+    try:
+        load_session(path, ours, format_spec=spec, count_exact=False, tokenize=False)
+        load_session(path, ours, format_spec=spec, count_exact=False, tokenize=True)
+    finally:
+        mp.undo()
+    assert seen == [False, True]  # a tokenizer rule needs the texts
 
 
 # -- line splitting and the parallel reader ----------------------------------------------------

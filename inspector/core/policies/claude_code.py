@@ -1,12 +1,21 @@
-"""Claude Code (transcripts.md 1.6-1.7): auto-compaction and micro-compaction.
+"""Claude Code (transcripts.md 1.6-1.7; the real runs of 2.1.329): auto-compaction, reactive
+compaction and micro-compaction.
 
-- ``manage`` (between requests): micro-compaction first when its time trigger fires (below),
-  then auto-compaction when the count **reaches** the profile's threshold (167,000 for 2.1 with
-  a 200K window; ``autocompact_pct_override`` can only lower it). Compaction replaces the whole
-  conversation with one user message (kind SUMMARY, ``isCompactSummary`` in the transcript):
-  ``SUMMARY_PREFIX`` + the summary. The system prompt is sent with every request, so system
-  messages stay. Newer builds may keep a verbatim tail (``preservedMessages``); the profile has
-  no such setting, so nothing recent is kept. An empty summary is a failed compaction.
+- ``manage`` (before a request): micro-compaction first when its time trigger fires (below),
+  then compaction when the figure **reaches** the profile's threshold. The figure is the one the
+  agent compares (replay rebuilds it, ``ClaudeCodeProfile.measure_basis``): 2.1 takes the
+  latest response's usage (prompt + output) plus its own estimate of what came after that
+  response's first record; 2.0 the usage alone. Which threshold depends on the version and the
+  auto-compact window (``ClaudeCodeProfile.proactive``): with a window set, or before 2.1.120,
+  ``window − min(max output, 20,000) − 13,000`` (2.0: ``window − 45,000``); with the window
+  unset ("auto") from 2.1.120 there is none, and the agent compacts only after the provider
+  refuses a request as too long (the figure is then that request's size, over the model's
+  window: a *reactive* compaction, in the step after the refused request).
+- A compaction replaces the conversation with one user message (kind SUMMARY,
+  ``isCompactSummary`` in the transcript): ``SUMMARY_PREFIX`` + the summary. 2.1 keeps the
+  latest response and what followed it verbatim after the summary (``preservedSegment``);
+  2.0 keeps nothing. The system prompt is sent with every request, so system messages stay.
+  An empty summary is a failed compaction.
 - ``prune`` is micro-compaction: old tool results are cleared in place (``[Old tool result
   content cleared]``), keeping the ``MICROCOMPACT_KEEP_RECENT`` most recent results of the
   compactable tools (``COMPACTABLE_TOOLS``); results of other tools are neither counted nor
@@ -18,6 +27,8 @@
   has a ``microcompact_boundary``) and are module constants until the profile has them.
 - ``admit`` / ``truncate``: Claude Code's tool-output limits are not covered by the
   reference nor the profile; nothing is modelled.
+- ``undetermined``: a recorded compaction that, under the profile's settings, could only have
+  followed a refusal that no file given records: replay says so instead of counting it.
 """
 
 from __future__ import annotations
@@ -56,6 +67,10 @@ NAME = "claude-code"
 SUMMARY_PREFIX = (
     "This session is being continued from a previous conversation that ran out of context. "
     "The conversation is summarized below:\n"
+)
+SUMMARY_PREFIX_21 = (  # 2.1.3xx
+    "This session is being continued from a previous conversation that ran out of context. "
+    "The summary below covers the earlier portion of the conversation.\n\n"
 )
 MICROCOMPACT_KEEP_RECENT = 5  # reported default of the time-based micro-compaction
 MICROCOMPACT_GAP_MINUTES = 60  # reported: the gap since the last assistant message
@@ -137,6 +152,26 @@ class ClaudeCodePolicy:
         if claude.over_threshold(total(work)):
             results.append(self._compact(work, claude, estimate, summarizer, auto=True))
         return results
+
+    def undetermined(
+        self, recorded_trigger: str, figure: int, refused: bool, profile: Profile
+    ) -> str | None:
+        """Why a recorded compaction that replay did not make cannot be judged, or None when
+        it can: under these settings it could only have followed a refusal of the request as
+        too long, and no input given records one (the session file never does)."""
+        claude = require(profile, ClaudeCodeProfile, NAME)
+        if recorded_trigger != "auto" or claude.proactive() or refused:
+            return None
+        if not claude.rule().reactive_compaction:
+            return None
+        return (
+            f"with autocompact_window=auto, Claude Code {claude.version} has no threshold: it "
+            f"compacts after the provider refuses a request as too long (over "
+            f"{fmt(claude.api_limit())}), and no input given records the refusal (the session "
+            f"file never does; the agent's own figure before it was {fmt(figure)}). If the run "
+            f"set --autocompact / autoCompactWindow / CLAUDE_CODE_AUTO_COMPACT_WINDOW, pass "
+            f"it with --set autocompact_window=N"
+        )
 
     def prune(
         self,
@@ -256,14 +291,17 @@ class ClaudeCodePolicy:
     ) -> PolicyResult:
         tokens = total(items)
         budget = claude.output_reserve()
+        trigger = "manual" if not auto else "auto" if claude.proactive() else "reactive"
+        tail = preserved_tail(items) if claude.rule().counts_since_answer else []
         details: dict[str, Any] = {
-            "trigger": "auto" if auto else "manual",
+            "trigger": trigger,
             "threshold": claude.threshold(),
             "pre_tokens": tokens,
             "summary_budget": budget,
-            "preserved_tail": 0,
+            "preserved_tail": len(tail),
         }
-        body = [i for i, item in enumerate(items) if not is_system(item.message)]
+        kept = set(tail)
+        body = [i for i, item in enumerate(items) if not is_system(item.message) and i not in kept]
         if not body:
             return unchanged(Action.COMPACT, NAME, items, "nothing to compact", **details)
         summary = summarizer.summarize([items[i].message for i in body], budget)
@@ -276,20 +314,41 @@ class ClaudeCodePolicy:
                 failed=True,
                 **details,
             )
-        message = summary_message(f"{items[body[-1]].id}:compact-summary", SUMMARY_PREFIX + summary)
-        systems = [i for i, item in enumerate(items) if is_system(item.message)]
-        slots: list[Slot] = [*systems, message]
+        prefix = SUMMARY_PREFIX_21 if claude.rule().counts_since_answer else SUMMARY_PREFIX
+        message = summary_message(f"{items[body[-1]].id}:compact-summary", prefix + summary)
+        systems = [i for i, item in enumerate(items) if is_system(item.message) and i not in kept]
+        slots: list[Slot] = [*systems, message, *tail]
         result = rebuild(Action.COMPACT, NAME, items, slots, estimate, reason="", details=details)
-        trigger = (
-            f"{fmt(tokens)} ≥ auto-compact threshold {fmt(claude.threshold())}"
-            if auto
-            else "/compact"
-        )
+        if trigger == "manual":
+            why = "/compact"
+        elif trigger == "reactive":
+            why = (
+                f"the provider refused {fmt(tokens)} (over {fmt(claude.api_limit())}): "
+                "reactive compaction"
+            )
+        else:
+            why = f"{fmt(tokens)} ≥ auto-compact threshold {fmt(claude.threshold())}"
+        kept_text = f", the last {len(tail)} kept verbatim" if tail else ""
         result.reason = (
-            f"{trigger}: {len(body)} messages replaced by the summary, {fmt(tokens)} -> "
+            f"{why}: {len(body)} messages replaced by the summary{kept_text}, {fmt(tokens)} -> "
             f"{fmt(result.tokens_after)} tokens"
         )
         return result
+
+
+def preserved_tail(items: Sequence[ContextItem]) -> list[int]:
+    """The positions 2.1 keeps verbatim after the summary: the latest response (from its first
+    record: the records of one response are consecutive assistant messages) and everything
+    after it."""
+    last = next(
+        (i for i in range(len(items) - 1, -1, -1) if items[i].message.role is Role.ASSISTANT),
+        None,
+    )
+    if last is None:
+        return []
+    while last > 0 and items[last - 1].message.role is Role.ASSISTANT:
+        last -= 1
+    return list(range(last, len(items)))
 
 
 POLICY: Policy = ClaudeCodePolicy()
