@@ -590,7 +590,8 @@ def merge_streams(
 ) -> LoadedSession:
     """One session of several streams of the same run (an agent's stdout and stderr).
 
-    Events are ordered by timestamp where they have one. A stream without timestamps is
+    Streams of one agent whose formats share a ``merge`` are merged by it. Otherwise, events
+    are ordered by timestamp where they have one. A stream without timestamps is
     anchored on the requests of a stream that has them: its n-th request is the other stream's
     n-th request (so a request is counted once), and its events between two requests take the
     time of the request they follow. Otherwise a stream keeps its own order, after the others.
@@ -622,12 +623,17 @@ def merge_streams(
     )
     for path, spec in zip(paths, specs, strict=True):
         session.add_source(str(path), spec.name)
-    names = {spec.name for spec in specs}
-    covered = {i for i, spec in enumerate(specs) if names.intersection(spec.covered_by)}
-    merged = merge_events(streams)
-    if covered:
-        merged = [e for e in merged if not _covered(e, covered)]
-    session.append(merged)
+    merge = specs[0].merge
+    if merge is not None and all(spec.merge is merge for spec in specs):
+        # one agent's streams of one run: it knows which records repeat each other
+        session.append(merge([(s.name, e) for s, e in zip(specs, streams, strict=True)]))
+    else:
+        names = {spec.name for spec in specs}
+        covered = {i for i, spec in enumerate(specs) if names.intersection(spec.covered_by)}
+        merged = merge_events(streams)
+        if covered:
+            merged = [e for e in merged if not _covered(e, covered)]
+        session.append(merged)
     return LoadedSession(
         session, paths[0], primary, profile, counter, parsers[0], label="merged", paths=list(paths)
     )

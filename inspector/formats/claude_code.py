@@ -54,7 +54,7 @@ from __future__ import annotations
 import gc
 import re
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -1881,12 +1881,146 @@ def _call_of_result(line: bytes, agent_id: str) -> str | None:
     return None
 
 
-class ClaudeCodeStreamParser(ClaudeCodeParser):
-    """The CLI's ``--output-format stream-json`` stdout: same lines, snake_case envelopes."""
+# ------------------------------------------------------------------------------------------
+# --merge: one run's files as one session
 
-    format_name = "claude-code-stream"
-    stream_json = True
-    two_phase = False  # the scanner reads session files' envelopes only
+
+def merge_streams(streams: list[tuple[str, list[Event]]]) -> list[Event]:
+    """One session of one run's Claude Code files: its session transcript, its sub-agent
+    files, and its stream-json stdout (one per invocation). They repeat each other record for
+    record (the same uuids, the same response ids), so each record is taken once, from the
+    session transcript first (its usage is the final one; the stdout's assistant lines carry a
+    streaming partial output count), and what only the stdout shows is added (the CLI's status
+    lines, a refusal, the run's result and window). A sub-agent file's lines become the
+    sub-agent's thread, as the stdout names it (``agent-<id>``), when the run's main session
+    or stdout is merged too. Events are ordered by their timestamps, each file in its own
+    order (a line without a timestamp takes the one before it)."""
+    ranked = sorted(
+        enumerate(streams), key=lambda item: (item[1][0] != SPEC.name, item[0])
+    )  # session transcripts first, each group in the order given
+    agents = [_agent_of(events) if name == SPEC.name else None for name, events in streams]
+    rethread = any(agent is None for agent in agents)
+    seen = _Seen()
+    keyed: list[tuple[str, int, int, Event]] = []
+    for rank, (index, (_name, events)) in enumerate(ranked):
+        agent = agents[index]
+        thread = f"agent-{agent}" if agent is not None and rethread else None
+        taken = list(_taken(events, thread, seen))
+        # the lines before a file's first timestamp (an invocation's init, status and
+        # compaction lines) take that timestamp
+        last = next((e.timestamp for e in taken if e.timestamp), "")
+        for seq, event in enumerate(taken):
+            last = max(last, event.timestamp or "")
+            keyed.append((last, rank, seq, event))
+    keyed.sort(key=lambda item: (item[0], item[1], item[2]))
+    return _relabel_reactive([item[3] for item in keyed])
+
+
+class _Seen:
+    """What the files merged so far recorded: messages, responses and their usage, refusals and
+    compactions, per thread."""
+
+    def __init__(self) -> None:
+        self.messages: set[tuple[str, str]] = set()
+        self.requests: set[tuple[str, str]] = set()
+        self.usage: set[tuple[str, str]] = set()
+        self.refusals: set[tuple[str, str | None, int | None, str]] = set()
+        self.compactions: dict[tuple[str, str, int | None, int | None], int] = {}
+
+
+def _agent_of(events: list[Event]) -> str | None:
+    """The agent id a sub-agent file names, else None."""
+    for event in events:
+        if isinstance(event, SessionInfo) and isinstance(event.extra.get("agent_id"), str):
+            return str(event.extra["agent_id"])
+    return None
+
+
+def _taken(events: list[Event], thread: str | None, seen: _Seen) -> Iterator[Event]:
+    """The events of one file that no file before it recorded, moved to ``thread`` when given
+    (a sub-agent file's own session facts are left out then)."""
+    mine = _Seen()
+    skip_request = False
+    for position, event in enumerate(events):
+        if thread is not None:
+            if isinstance(event, SessionInfo):
+                continue
+            event = _rethreaded(event, thread)
+        if isinstance(event, MessageAdded):
+            key = (event.message.thread, event.message.id)
+            if key in seen.messages:
+                continue
+            mine.messages.add(key)
+        elif isinstance(event, RequestSent):
+            if event.request_id is None:
+                following = events[position + 1] if position + 1 < len(events) else None
+                refusal = _refusal_key(following) if following is not None else None
+                skip_request = refusal is not None and refusal in seen.refusals
+                if skip_request:
+                    continue
+            else:
+                key = (event.thread, event.request_id)
+                if key in seen.requests:
+                    continue
+                mine.requests.add(key)
+        elif isinstance(event, UsageReported) and event.request_id is not None:
+            key = (event.thread, event.request_id)
+            if key in seen.usage:
+                continue
+            mine.usage.add(key)
+        elif isinstance(event, RequestRejected):
+            refusal = _refusal_key(event)
+            assert refusal is not None
+            if skip_request:
+                skip_request = False
+                continue
+            mine.refusals.add(refusal)
+        elif isinstance(event, Compacted):
+            figures = (event.thread, event.trigger, event.tokens_before, event.tokens_after)
+            if seen.compactions.get(figures, 0) > 0:
+                seen.compactions[figures] -= 1  # the same compaction, recorded again
+                continue
+            mine.compactions[figures] = mine.compactions.get(figures, 0) + 1
+        yield event
+    seen.messages |= mine.messages
+    seen.requests |= mine.requests
+    seen.usage |= mine.usage
+    seen.refusals |= mine.refusals
+    for figures, count in mine.compactions.items():
+        seen.compactions[figures] = seen.compactions.get(figures, 0) + count
+
+
+def _refusal_key(event: Event) -> tuple[str, str | None, int | None, str] | None:
+    if not isinstance(event, RequestRejected):
+        return None
+    return (event.thread, event.timestamp, event.tokens, event.reason)
+
+
+def _rethreaded(event: Event, thread: str) -> Event:
+    if isinstance(event, MessageAdded):
+        message = event.message.model_copy(update={"thread": thread})
+        return event.model_copy(update={"message": message})
+    if getattr(event, "thread", None) == "main":
+        return event.model_copy(update={"thread": thread})
+    return event
+
+
+def _relabel_reactive(events: list[Event]) -> list[Event]:
+    """An automatic compaction that follows a refusal (seen in one file, the compaction in
+    another) is a reactive one."""
+    refused: set[str] = set()
+    out: list[Event] = []
+    for event in events:
+        if isinstance(event, RequestRejected):
+            refused.add(event.thread)
+        elif isinstance(event, RequestSent) and event.request_id is not None:
+            refused.discard(event.thread)
+        elif isinstance(event, Compacted) and event.thread in refused:
+            refused.discard(event.thread)
+            if event.trigger == "auto":
+                event = event.model_copy(update={"trigger": "reactive"})
+        out.append(event)
+    return out
 
 
 # ------------------------------------------------------------------------------------------
@@ -1901,6 +2035,11 @@ def _head_objects(head: Head) -> list[Any]:
         except orjson.JSONDecodeError:
             objs.append(_MISSING)
     return objs
+
+
+def parsed_head(head: Head) -> list[Any]:
+    """The JSON values of the head's lines that parse."""
+    return [o for o in _head_objects(head) if o is not _MISSING]
 
 
 def _is_session_line(obj: Any) -> bool:
@@ -1926,8 +2065,7 @@ def sniff(head: Head) -> float:
     body = head.data.lstrip(BOM).lstrip()
     if not body.startswith(b"{"):
         return 0.0
-    objs = _head_objects(head)
-    parsed = [o for o in objs if o is not _MISSING]
+    parsed = parsed_head(head)
     if not parsed:
         # One long first line cut by the head: look at its envelope.
         prefix = body[:4096]
@@ -1938,35 +2076,6 @@ def sniff(head: Head) -> float:
     if hits == 0:
         return 0.0
     return 0.95 if hits * 2 >= len(parsed) else 0.6
-
-
-def _is_stream_line(obj: Any) -> bool:
-    if not isinstance(obj, dict) or obj.get("type") not in STREAM_TYPES:
-        return False
-    if not isinstance(obj.get("session_id"), str) or "sessionId" in obj:
-        return False
-    if obj.get("type") == "system":
-        return (obj.get("subtype") == "init" and "claude_code_version" in obj) or "uuid" in obj
-    return "parent_tool_use_id" in obj or obj.get("type") == "result"
-
-
-def sniff_stream(head: Head) -> float:
-    if head.is_dir or not head.data.lstrip(BOM).lstrip().startswith(b"{"):
-        return 0.0
-    parsed = [o for o in _head_objects(head) if o is not _MISSING]
-    if not parsed:
-        return 0.0
-    first = parsed[0]
-    hits = sum(1 for o in parsed if _is_stream_line(o))
-    if hits == 0:
-        return 0.0
-    if (
-        isinstance(first, dict)
-        and first.get("subtype") == "init"
-        and "claude_code_version" in first
-    ):
-        return 0.95
-    return 0.9 if hits * 2 >= len(parsed) else 0.5
 
 
 def _sessions_in(folder: Path) -> list[Path]:
@@ -2051,16 +2160,6 @@ SPEC = register(
         default_profile="claude-code",
         expand=expand,
         folder=True,
-    )
-)
-
-STREAM_SPEC = register(
-    FormatSpec(
-        name="claude-code-stream",
-        description="Claude Code's --output-format stream-json stdout (JSONL)",
-        reads="the stdout of `claude -p --output-format stream-json`, saved as *.jsonl",
-        parser=ClaudeCodeStreamParser,
-        sniff=sniff_stream,
-        default_profile="claude-code",
+        merge=merge_streams,
     )
 )

@@ -74,7 +74,8 @@ class FormatSpec:
     ``snapshot`` function that reads the input at once, read-only, and returns one or more
     sessions; following such an input re-reads it on change. A format whose inputs can be a
     folder of several files of that format (a project folder) gives ``expand``, which lists
-    the files to open, each as its own session.
+    the files to open, each as its own session. Formats of one agent whose streams repeat
+    each other (a stdout, a log and a transcript of the same run) give ``merge``.
     """
 
     name: str
@@ -92,6 +93,9 @@ class FormatSpec:
     # formats whose streams hold everything this one shows of a run (its messages, requests
     # and figures): merged with one of them, only this stream's log lines and facts are kept
     covered_by: tuple[str, ...] = ()
+    # how ``--merge`` orders the streams of one run when every stream is of a format that
+    # names the same function: (format name, events) per stream -> one stream
+    merge: Callable[[list[tuple[str, list[Event]]]], list[Event]] | None = None
 
     def make_parser(self, source: int = 0, path: str = "") -> Parser:
         """A stream parser for this format (only for formats that have one)."""
@@ -104,6 +108,7 @@ class FormatSpec:
 FORMAT_MODULES: tuple[str, ...] = (
     "inspector.formats.native",
     "inspector.formats.claude_code",
+    "inspector.formats.claude_code_stream",
     "inspector.formats.codex",
     "inspector.formats.codex_exec",
     "inspector.formats.baseagent",

@@ -38,13 +38,8 @@ from inspector.core.packed import make_span
 from inspector.core.session import Flag, Session
 from inspector.core.stats import RunFacts, summarize
 from inspector.formats import base, claude_code, registry
-from inspector.formats.claude_code import (
-    ClaudeCodeParser,
-    ClaudeCodeStreamParser,
-    expand,
-    sniff,
-    sniff_stream,
-)
+from inspector.formats.claude_code import ClaudeCodeParser, expand, sniff
+from inspector.formats.claude_code_stream import ClaudeCodeStreamParser, sniff_stream
 from inspector.formats.registry import Head, read_head
 from inspector.loader import load_session
 

@@ -110,7 +110,12 @@ def test_estimates_alike_compares_the_rule_and_its_tokenizer() -> None:
     base = make_profile("claude-code", {})
     assert estimates_alike(base, make_profile("claude-code", {"context_window": 100_000}))
     assert not estimates_alike(base, make_profile("claude-code", {"estimator": "chars4"}))
-    assert not estimates_alike(base, make_profile("claude-code", {"encoding": "cl100k_base"}))
+    # Claude Code's own estimate uses no tokenizer: the encoding changes nothing
+    assert estimates_alike(base, make_profile("claude-code", {"encoding": "cl100k_base"}))
+    exact = make_profile("claude-code", {"estimator": "exact"})
+    assert not estimates_alike(
+        exact, make_profile("claude-code", {"estimator": "exact", "encoding": "cl100k_base"})
+    )
 
 
 # -- the batched scorer against the diff, over a real replay -----------------------------------
