@@ -397,7 +397,7 @@ def _replay(
                 # the agent's own figure before the request (its latest usage plus its
                 # estimate since): what it compares with its threshold
                 recorded_tokens = _request_figure(state, context.total)
-                pre = usage.figure(context.total)
+                pre = usage.measure(context.total)
                 overhead = pre - context.total
             elif has_messages:
                 # the replayed messages, plus what the recording's figure holds beyond its own
@@ -409,9 +409,16 @@ def _replay(
                 overhead = pre
             with context.with_overhead(overhead, has_messages) as items:
                 decided = checked is not None  # compacted before the request: no other check
+                reactive = (
+                    _after_refusal(policy, items, profile, estimate, summarizer, usage.refusal)
+                    if usage is not None and usage.refused and not decided
+                    else None
+                )  # a refused request that no recorded compaction answered
                 fired = (
                     []
                     if decided
+                    else [reactive]
+                    if reactive is not None
                     else [r for r in policy.manage(items, profile, estimate, summarizer) if r.fired]
                 )
                 # what the fired results acted on, copied once one of them is recorded
@@ -509,7 +516,7 @@ def _replay(
             )
         elif isinstance(event, Compacted) and usage is not None:
             if event.thread == MAIN_THREAD and not event.failed:
-                figure = usage.figure(context.total)
+                figure = usage.measure(context.total)
                 taken, why = _check_at_compaction(
                     event, figure, step + 1, context, usage, profile, policy, estimate, summarizer
                 )
@@ -633,14 +640,14 @@ class _UsageMeasure:
     def refused(self) -> bool:
         return self.refusal is not None
 
-    def figure(self, total: int) -> int:
+    def measure(self, total: int) -> int:
+        """The agent's own figure for the context now (its estimate of the replayed ``total``
+        messages where no usage covers them)."""
         if self.anchor is None:
-            measure = total
-        elif self.counts_since:
-            measure = self.anchor + total - self.base
-        else:
-            measure = self.anchor
-        return max(measure, self.refusal or 0)
+            return total
+        if self.counts_since:
+            return self.anchor + total - self.base
+        return self.anchor
 
     def appended(self, message: Message, total: int) -> None:
         if self.awaiting and message.role is Role.ASSISTANT:
@@ -649,14 +656,13 @@ class _UsageMeasure:
 
     def requested(self, tokens: int, total: int, state: StepState | None, window: int) -> None:
         """A request of ``tokens`` was sent with a context estimated at ``total``."""
-        answered = state is not None and state.usage is not None and not state.rejected
-        if answered and state is not None and state.usage is not None:
+        if tokens > window:
+            self.refusal = tokens  # more than the model takes: the provider refuses it
+        elif state is not None and state.usage is not None and not state.rejected:
             self.anchor = tokens + state.usage.output
             self.base = total
             self.awaiting = True
             self.refusal = None
-        elif tokens > window:
-            self.refusal = tokens
         elif state is not None and state.rejected:
             self.refusal = window + 1  # refused, with no size given: over the window
 
@@ -686,8 +692,9 @@ def _check_at_compaction(
 ) -> tuple[_Taken, str | None]:
     """The replayed agent's check where the recording compacted (before what the compaction
     put in): the user's ``/compact`` is made again; otherwise the policy decides on the
-    agent's figure. Where it compacts, the recorded result is taken. Returns what was decided
-    and, when nothing was, why the inputs cannot tell (or None)."""
+    agent's figure (``figure``), at its threshold or after a refusal. Where it compacts, the
+    recorded result is taken. Returns what was decided and, when nothing was, why the inputs
+    cannot tell (or None)."""
     taken = _Taken()
     if event.trigger == "manual":
         taken.decisions.append(Decision(step, "compaction", figure, event.tokens_after, "manual"))
@@ -695,6 +702,11 @@ def _check_at_compaction(
     else:
         with context.with_overhead(figure - context.total, True) as items:
             fired = [r for r in policy.manage(items, profile, estimate, summarizer) if r.fired]
+            if not any(_KIND_OF_ACTION.get(r.action) == "compaction" for r in fired):
+                reactive = _after_refusal(
+                    policy, items, profile, estimate, summarizer, usage.refusal
+                )
+                fired += [reactive] if reactive is not None else []
             before = items[:] if fired else []
         for result in fired:
             kind = _KIND_OF_ACTION.get(result.action, result.action.value)
@@ -718,6 +730,23 @@ def _check_at_compaction(
     ask = getattr(policy, "undetermined", None)
     why = ask(event.trigger, figure, usage.refused, profile) if ask is not None else None
     return taken, why if isinstance(why, str) else None
+
+
+def _after_refusal(
+    policy: Policy,
+    items: Sequence[ContextItem],
+    profile: Profile,
+    estimate: Estimate,
+    summarizer: Summarizer,
+    refused: int | None,
+) -> PolicyResult | None:
+    """The policy's compaction after the provider refused a request (``refused``: its size,
+    None when no refusal is known), when it has one (``after_refusal``) and it fires."""
+    react = getattr(policy, "after_refusal", None)
+    if react is None:
+        return None
+    result = react(items, profile, estimate, summarizer, refused)
+    return result if isinstance(result, PolicyResult) and result.fired else None
 
 
 _OVERHEAD_TEXT = {

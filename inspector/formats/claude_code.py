@@ -1779,7 +1779,12 @@ def _refusal(obj: dict[str, Any]) -> tuple[str, int | None, int | None] | None:
     match = _TOO_LONG.search(text)
     assert match is not None
     start = match.start()
-    reason = _short(text[start : start + REFUSAL_TEXT_CHARS], REFUSAL_TEXT_CHARS)
+    if figures is not None and figures.start() >= start:
+        end = text.find("maximum", figures.end())
+        end = end + len("maximum") if 0 <= end - figures.end() < 20 else figures.end()
+    else:
+        end = match.end()
+    reason = _short(text[start:end], REFUSAL_TEXT_CHARS)
     return reason, tokens, limit
 
 

@@ -27,6 +27,7 @@ from inspector.core.model import (
     Part,
     PartType,
     Pruned,
+    RequestRejected,
     RequestSent,
     Role,
     SessionInfo,
@@ -41,7 +42,7 @@ from inspector.formats import base, claude_code, registry
 from inspector.formats.claude_code import ClaudeCodeParser, expand, sniff
 from inspector.formats.claude_code_stream import ClaudeCodeStreamParser, sniff_stream
 from inspector.formats.registry import Head, read_head
-from inspector.loader import load_session
+from inspector.loader import load_session, open_inputs
 
 DATA = Path(__file__).parents[1] / "data" / "claude_code"
 OTHER_DATA = Path(__file__).parents[1] / "data"
@@ -1058,3 +1059,140 @@ def test_real_project_folders_expand(corpus: Path) -> None:
     for path in expand(root):
         counts[is_agent_file(path)] += 1
     assert counts == {False: 5, True: 4}
+
+
+# -- refusals, session facts, Claude Code's own estimate ---------------------------------------
+
+
+S1 = "33333333-3333-4333-8333-333333333333"
+U1, A1, A2 = "u-prompt", "s-retry", "a-notice"
+
+
+def _line(**fields: Any) -> bytes:
+    return orjson.dumps(fields) + b"\n"
+
+
+def _env(uuid: str, parent: str | None, **fields: Any) -> dict[str, Any]:
+    return {
+        "parentUuid": parent,
+        "isSidechain": False,
+        "sessionId": S1,
+        "version": "2.1.329",
+        "timestamp": "2026-11-21T07:00:00.000Z",
+        "uuid": uuid,
+        **fields,
+    }
+
+
+def test_a_refusal_is_a_request_and_its_rejection_once() -> None:
+    """The provider's 'prompt is too long' reaches the session file as a retry line or an
+    API-error notice (the reactive compaction's refusal itself is never written): each gives
+    the refused request and its RequestRejected, one pair per refusal."""
+    prompt = _env(U1, None, type="user", message={"role": "user", "content": "go"})
+    error = {
+        "status": 400,
+        "error": {
+            "type": "error",
+            "error": {
+                "type": "invalid_request_error",
+                "message": "prompt is too long: 208,031 tokens > 200000 maximum",
+            },
+        },
+    }
+    retry = _env(A1, U1, type="system", subtype="api_error", level="error", error=error)
+    notice = _env(
+        A2,
+        A1,
+        type="assistant",
+        isApiErrorMessage=True,
+        error="invalid_request",
+        message={
+            "id": "n1",
+            "model": "<synthetic>",
+            "role": "assistant",
+            "content": [{"type": "text", "text": "Prompt is too long"}],
+            "usage": {"input_tokens": 0, "output_tokens": 0},
+        },
+    )
+    data = b"".join(_line(**obj) for obj in (prompt, retry, notice))
+    events, _ = parse(data)
+    (request,) = of_type(events, RequestSent)
+    (rejected,) = of_type(events, RequestRejected)
+    assert request.request_id is None
+    assert (rejected.tokens, rejected.limit) == (208_031, 200_000)
+    assert rejected.reason == "prompt is too long: 208,031 tokens > 200000 maximum"
+    assert picture(events).index("request") < picture(events).index("rejected")
+    # the notice itself stays out of the model's context
+    (notice_message,) = [m for m in messages(events) if m.message.role is Role.ASSISTANT]
+    assert notice_message.message.kind is MessageKind.META and not notice_message.message.visible
+    # a compaction right after it is the reactive one
+    boundary = _env(
+        "b1", None, type="system", subtype="compact_boundary", compactMetadata={"trigger": "auto"}
+    )
+    events, _ = parse(data + _line(**boundary))
+    (compaction,) = of_type(events, Compacted)
+    assert compaction.trigger == "reactive"
+    # an error that is not about the prompt's size is no refusal
+    other = _env(A1, U1, type="system", subtype="api_error", error={"message": "overloaded"})
+    events, _ = parse(_line(**prompt) + _line(**other))
+    assert of_type(events, RequestRejected) == [] and of_type(events, RequestSent) == []
+
+
+def test_the_run_ending_on_a_refusal_in_the_stdout() -> None:
+    init = {"type": "system", "subtype": "init", "session_id": S1, "model": "m1"}
+    result = {
+        "type": "result",
+        "subtype": "error_during_execution",
+        "is_error": True,
+        "api_error_status": 400,
+        "result": "Prompt is too long",
+        "session_id": S1,
+        "modelUsage": {"m1": {"contextWindow": 1_000_000, "maxOutputTokens": 64_000}},
+    }
+    events, _ = parse(_line(**init) + _line(**result), stream=True)
+    (rejected,) = of_type(events, RequestRejected)
+    assert rejected.tokens is None and rejected.reason == "Prompt is too long"
+    facts = [e for e in of_type(events, SessionInfo) if e.context_window]
+    assert facts[-1].context_window == 1_000_000
+    assert facts[-1].extra["max_output_tokens"] == 64_000
+
+
+def test_the_requests_max_tokens_is_a_session_fact(tmp_path: Path) -> None:
+    prompt = _env(U1, None, type="user", message={"role": "user", "content": "go"})
+    request = {"type": "api-request", "sessionId": S1, "querySource": "sdk"}
+    compact = {"type": "api-request", "sessionId": S1, "querySource": "compact"}
+    data = (
+        _line(**prompt)
+        + _line(**request, params={"max_tokens": 8_000})
+        + _line(**request, params={"max_tokens": 8_000})
+        + _line(**compact, params={"max_tokens": 20_000})
+    )
+    events, _ = parse(data)
+    facts = [e.extra["max_output_tokens"] for e in of_type(events, SessionInfo) if e.extra]
+    assert facts.count(8_000) == 1 and 20_000 not in facts
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(data)
+    (loaded,) = open_inputs([path], lambda spec: build_profile(None, default=spec.default_profile))
+    # the session's own version and output reserve: 2.1.329 with no window, an 8,000 reserve
+    assert loaded.profile.version == "2.1.329"  # type: ignore[attr-defined]
+    assert loaded.profile.max_output_tokens == 8_000  # type: ignore[attr-defined]
+    assert loaded.profile.hard_limit() == 192_000  # type: ignore[attr-defined]
+
+
+def test_an_attachment_of_several_messages_is_estimated_message_by_message() -> None:
+    pieces = [
+        "<system-reminder>\nabcdef\n</system-reminder>",
+        "<system-reminder>\nx\n</system-reminder>",
+    ]
+    line = _env(
+        U1,
+        None,
+        type="attachment",
+        attachment={"type": "x"},
+        rendered=[{"content": p} for p in pieces],
+    )
+    (added,) = messages(parse(_line(**line))[0])
+    assert [p.text for p in added.message.parts] == pieces
+    assert added.message.text == "\n".join(pieces)
+    profile = build_profile(None, default="claude-code")
+    assert profile.estimate(added.message) == sum((len(p) + 2) // 4 for p in pieces)

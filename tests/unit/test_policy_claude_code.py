@@ -131,10 +131,20 @@ def test_reactive_without_an_auto_compact_window() -> None:
     reactive = ClaudeCodeProfile(version="2.1.329")
     assert not reactive.proactive()
     assert reactive.threshold() == 200_000 and reactive.strict_threshold()
-    assert not POLICY.manage(sized(200_000), reactive, estimate, FakeSummarizer())
-    (compaction,) = POLICY.manage(sized(200_001), reactive, estimate, FakeSummarizer())
-    assert compaction.details["trigger"] == "reactive"
-    assert "refused 200,001 (over 200,000)" in compaction.reason
+    # no check before a request, whatever the figure
+    assert not POLICY.manage(sized(250_000), reactive, estimate, FakeSummarizer())
+    policy = ClaudeCodePolicy()
+    refused = policy.after_refusal(sized(150_000), reactive, estimate, FakeSummarizer(), 208_031)
+    assert refused is not None and refused.fired
+    assert refused.details["trigger"] == "reactive" and refused.tokens_before == 150_000
+    assert "refused the request (208,031 tokens > 200,000)" in refused.reason
+    # no refusal known: only the agent's own figure over the limit says the request was refused
+    assert policy.after_refusal(sized(200_000), reactive, estimate, FakeSummarizer(), None) is None
+    assumed = policy.after_refusal(sized(200_001), reactive, estimate, FakeSummarizer(), None)
+    assert assumed is not None and "the agent's 200,001 > 200,000" in assumed.reason
+    # 2.0 has no reactive compaction: the refusal is shown and the user compacts
+    older = ClaudeCodeProfile(version="2.0.64")
+    assert policy.after_refusal(sized(1_000), older, estimate, FakeSummarizer(), 208_031) is None
     windowed = reactive.model_copy(update={"autocompact_window": 150_000})
     assert windowed.proactive() and windowed.threshold() == 117_000
     (threshold,) = POLICY.manage(sized(117_000), windowed, estimate, FakeSummarizer())

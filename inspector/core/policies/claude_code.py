@@ -149,9 +149,29 @@ class ClaudeCodePolicy:
             if micro.fired:
                 results.append(micro)
                 work = micro.items
-        if claude.over_threshold(total(work)):
+        if claude.proactive() and claude.over_threshold(total(work)):
             results.append(self._compact(work, claude, estimate, summarizer, auto=True))
         return results
+
+    def after_refusal(
+        self,
+        items: Sequence[ContextItem],
+        profile: Profile,
+        estimate: Estimate,
+        summarizer: Summarizer,
+        refused: int | None,
+    ) -> PolicyResult | None:
+        """The reactive compaction after the provider refused a request as too long
+        (``refused``: its size when known). Where the recording compacted with no refusal
+        recorded (``refused`` None), the request is taken as refused when the agent's own
+        figure (the items' total) is over the provider's limit; else None: nothing tells."""
+        claude = require(profile, ClaudeCodeProfile, NAME)
+        if not claude.rule().reactive_compaction:
+            return None  # 2.0 shows the refusal; the user compacts
+        if refused is None and total(items) <= claude.api_limit():
+            return None
+        size = refused if refused is not None else 0  # 0: the agent's own figure stands for it
+        return self._compact(items, claude, estimate, summarizer, auto=True, refused=size)
 
     def undetermined(
         self, recorded_trigger: str, figure: int, refused: bool, profile: Profile
@@ -288,10 +308,14 @@ class ClaudeCodePolicy:
         summarizer: Summarizer,
         *,
         auto: bool,
+        refused: int | None = None,
     ) -> PolicyResult:
+        """A compaction: the user's (``auto`` False), at the threshold, or after a refusal
+        (``refused``: the refused size, 0 when the agent's own figure stands for it)."""
         tokens = total(items)
         budget = claude.output_reserve()
-        trigger = "manual" if not auto else "auto" if claude.proactive() else "reactive"
+        reactive = auto and (refused is not None or not claude.proactive())
+        trigger = "manual" if not auto else "reactive" if reactive else "auto"
         tail = preserved_tail(items) if claude.rule().counts_since_answer else []
         details: dict[str, Any] = {
             "trigger": trigger,
@@ -322,8 +346,9 @@ class ClaudeCodePolicy:
         if trigger == "manual":
             why = "/compact"
         elif trigger == "reactive":
+            size = f"{fmt(refused)} tokens" if refused else f"the agent's {fmt(tokens)}"
             why = (
-                f"the provider refused {fmt(tokens)} (over {fmt(claude.api_limit())}): "
+                f"the provider refused the request ({size} > {fmt(claude.api_limit())}): "
                 "reactive compaction"
             )
         else:
