@@ -90,6 +90,8 @@ KNOBS: dict[str, list[Knob]] = {
     ],
     "claude-code": [
         Knob("autocompact_buffer_tokens", -1, _const(0), derived="autocompact_buffer"),
+        # a window set below the model's ("auto" has no threshold to move)
+        Knob("autocompact_window", +1, _times(1.0)),
         Knob("context_window", +1, _times(8)),
     ],
     "codex": [
