@@ -714,7 +714,14 @@ def _check_at_compaction(
             if kind == "compaction":
                 trigger = str(result.details.get("trigger", event.trigger))
                 taken.decisions.append(
-                    Decision(step, kind, result.tokens_before, event.tokens_after, trigger)
+                    Decision(
+                        step,
+                        kind,
+                        result.tokens_before,
+                        event.tokens_after,
+                        trigger,
+                        figure=result.tokens_before,
+                    )
                 )
                 taken.adopted = True
             else:

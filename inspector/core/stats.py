@@ -407,7 +407,7 @@ def summarize_replay(session: Session, result: ReplayResult, facts: RunFacts) ->
     }
 
 
-_TRIGGERS = frozenset({"manual", "auto", "reactive"})
+_TRIGGERS = frozenset({"manual", "reactive"})  # the user's, after a refusal; else "replay"
 
 
 def _assumed(profile: Profile) -> list[dict[str, Any]]:

@@ -145,9 +145,9 @@ def test_autocompact_threshold_replays_at_the_recorded_window(
         (20, 119_358, 9_069),
     ]
     assert compactions(data) == [
-        (9, "auto", 123_610, 20_763),
-        (14, "auto", 117_269, 8_878),
-        (20, "auto", 119_358, 9_069),
+        (9, "replay", 123_610, 20_763),
+        (14, "replay", 117_269, 8_878),
+        (20, "replay", 119_358, 9_069),
     ]
     assert all(point["tokens"] == point["recorded"] for point in data["curve"])
     assert [p["peak"] for p in data["curve"] if p["step"] in (9, 14, 20)] == [

@@ -63,7 +63,10 @@ def test_the_rule_follows_the_version(capsys: pytest.CaptureFixture[str]) -> Non
     """2.1 before 2.1.120 compacted at 167,000 with no window set: a step earlier here."""
     data = one(capsys, "replay", str(REACTIVE), "--set", "version=2.1.100")
     assert data["threshold_tokens"] == 167_000
-    assert {"step": 2, "recorded": [], "replayed": ["compaction"]} in data["disagreements"]
+    (first,) = data["disagreements"]
+    assert (first["step"], first["recorded"], first["replayed"]) == (2, [], ["compaction"])
+    # the agent's own figure there reached 167,000, and the 2.1.329 recording did not act
+    assert "191,222" in first["reason"] and "167,000" in first["reason"]
     # the replay's own compaction (its figures are estimated): 190,200 + 1,000 + 22 before it
     assert compactions(data)[0][:3] == (2, "replay", 191_222)
 
