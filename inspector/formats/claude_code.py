@@ -1645,7 +1645,11 @@ class ClaudeCodeParser(LineParser):
         if isinstance(model_usage, dict):
             window = _positive(model_usage.get("contextWindow"))
             max_output = _positive(model_usage.get("maxOutputTokens"))
-            extra = {"max_output_tokens": max_output} if max_output is not None else {}
+            extra: dict[str, Any] = {}
+            if max_output is not None:
+                extra["max_output_tokens"] = max_output
+            if window is not None:
+                extra["context_window_source"] = "the result's modelUsage.contextWindow"
             if window is not None or extra:
                 out.append(SessionInfo(context_window=window, extra=extra, span=span))
         if obj.get("is_error") is True:

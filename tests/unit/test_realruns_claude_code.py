@@ -195,7 +195,8 @@ def test_autocompact_threshold_stream_json(
         (14, "auto", 117_269, 8_878),
         (20, "auto", 119_358, 9_069),
     ]
-    assert data["context_window"] == 200_000  # the result line's modelUsage
+    assert data["context_window"] == 200_000
+    assert data["context_window_source"] == "the result's modelUsage.contextWindow"
 
 
 @pytest.mark.corpus
