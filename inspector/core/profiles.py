@@ -651,6 +651,9 @@ class ClaudeCodeProfile(Profile):
     autocompact_buffer_tokens: Tokens | None = None  # None = by version
     autocompact_pct_override: Annotated[float, Field(gt=0, le=100)] | None = None
     warning_buffer_tokens: Tokens = 20_000  # the "context low" warning, below the threshold
+    # time-based micro-compaction: behind a server-side flag that reports of Claude Code's
+    # source give as off by default; no real session shows one
+    time_based_microcompact: bool = False
 
     warning_field: ClassVar[str] = "warning_buffer_tokens"
     # no Claude Code file records these: a replay says it assumed them

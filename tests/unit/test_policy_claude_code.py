@@ -23,6 +23,7 @@ from inspector.core.policies.claude_code import (
 from inspector.core.profiles import ClaudeCodeProfile
 
 PROFILE = ClaudeCodeProfile()
+TIMED = ClaudeCodeProfile(time_based_microcompact=True)  # the server-side flag on
 MARKER = "[Old tool result content cleared]"
 
 
@@ -234,13 +235,17 @@ def test_the_time_trigger() -> None:
         ]
 
     assert idle_minutes(session("2026-01-01T11:00:00Z")) == 60
-    assert not POLICY.prune(session("2026-01-01T11:00:00Z"), PROFILE, estimate).fired
-    assert POLICY.prune(session("2026-01-01T11:00:01Z"), PROFILE, estimate).fired
-    no_time = POLICY.prune(session(None), PROFILE, estimate)
+    assert not POLICY.prune(session("2026-01-01T11:00:00Z"), TIMED, estimate).fired
+    assert POLICY.prune(session("2026-01-01T11:00:01Z"), TIMED, estimate).fired
+    no_time = POLICY.prune(session(None), TIMED, estimate)
     assert not no_time.fired and "no timestamps" in no_time.reason
-    (micro,) = POLICY.manage(session("2026-01-01T12:00:00Z"), PROFILE, estimate, FakeSummarizer())
+    # Claude Code's default: the trigger is off, whatever the gap
+    off = POLICY.prune(session("2026-01-01T12:00:00Z"), PROFILE, estimate)
+    assert not off.fired and "time_based_microcompact" in off.reason
+    assert POLICY.manage(session("2026-01-01T12:00:00Z"), PROFILE, estimate, FakeSummarizer()) == []
+    (micro,) = POLICY.manage(session("2026-01-01T12:00:00Z"), TIMED, estimate, FakeSummarizer())
     assert micro.action is Action.PRUNE and micro.fired
-    assert POLICY.manage(session("2026-01-01T10:30:00Z"), PROFILE, estimate, FakeSummarizer()) == []
+    assert POLICY.manage(session("2026-01-01T10:30:00Z"), TIMED, estimate, FakeSummarizer()) == []
 
 
 def test_microcompaction_before_auto_compaction() -> None:
@@ -249,10 +254,10 @@ def test_microcompaction_before_auto_compaction() -> None:
         item(text(Role.ASSISTANT, "done", at="2026-01-01T10:00:00Z"), 170_000),
         item(text(Role.USER, "back", at="2026-01-01T12:00:00Z")),
     ]
-    micro, compaction = POLICY.manage(items, PROFILE, estimate, FakeSummarizer())
+    micro, compaction = POLICY.manage(items, TIMED, estimate, FakeSummarizer())
     assert micro.fired and compaction.fired
     assert compaction.tokens_before == micro.tokens_after
-    combined = POLICY.compact(items, PROFILE, estimate, FakeSummarizer())
+    combined = POLICY.compact(items, TIMED, estimate, FakeSummarizer())
     # the summary, then the latest response and the prompt after it, kept verbatim
     assert combined.fired and [i.id for i in combined.items][1:] == ["done", "back"]
     assert combined.tokens_before == sum(i.tokens for i in items)

@@ -62,7 +62,7 @@ def one(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
     return data
 
 
-def compactions(data: dict[str, Any]) -> list[tuple[int, str, int, int]]:
+def compactions(data: dict[str, Any]) -> list[tuple[int, str, int, int | None]]:
     return [
         (c["step"], c["trigger"], c["before_tokens"], c["after_tokens"])
         for c in data["compactions"]
@@ -297,3 +297,21 @@ def test_the_limit_printed_adds_up(capsys: pytest.CaptureFixture[str]) -> None:
         (shown,) = json.loads(capsys.readouterr().out)
         parts = shown["limit_window"] - shown["limit_max_output"] - shown["limit_buffer"]
         assert parts == shown["effective_limit"] == shown["threshold"] == threshold
+
+
+# -- the older corpus: a real 2.0.64 auto-compaction ------------------------------------------
+
+
+@pytest.mark.corpus
+def test_a_20_session_compacts_on_its_latest_usage(
+    corpus: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """2.0 compared the latest response's prompt + output (155,459 + 1,494 = 156,953, its
+    preTokens) with window − 45,000; the tool result after it does not count."""
+    path = corpus / "claude-code" / "commugraph" / "ab51623b-c26d-45f5-b98e-f9d0cfa17018.jsonl"
+    if not path.is_file():
+        pytest.skip(f"no 2.0.64 sample at {path}")
+    data = run_json(capsys, "replay", str(path))[0]
+    assert data["threshold_tokens"] == 155_000  # the session's version: 2.0.64
+    assert data["agreement"] == 1.0 and data["disagreements"] == []
+    assert compactions(data) == [(68, "replay", 156_953, None)]

@@ -24,7 +24,8 @@ compaction and micro-compaction.
   (its prompt cache has expired by then); without a clock we compare the newest message's
   timestamp with that assistant message's, and without timestamps it does not fire on its own.
   These three settings come from third-party reports of Claude Code's source (no real sample
-  has a ``microcompact_boundary``) and are module constants until the profile has them.
+  has a ``microcompact_boundary``) and are module constants; the same reports give the trigger
+  as off by default (a server-side flag), so it runs only with ``time_based_microcompact``.
 - ``admit`` / ``truncate``: Claude Code's tool-output limits are not covered by the
   reference nor the profile; nothing is modelled.
 - ``undetermined``: a recorded compaction that, under the profile's settings, could only have
@@ -144,7 +145,7 @@ class ClaudeCodePolicy:
         claude = require(profile, ClaudeCodeProfile, NAME)
         results: list[PolicyResult] = []
         work: Sequence[ContextItem] = items
-        if _idle_fires(idle_minutes(items)):  # else micro-compaction does not run (O(1) check)
+        if claude.time_based_microcompact and _idle_fires(idle_minutes(items)):
             micro = self.prune(work, claude, estimate)
             if micro.fired:
                 results.append(micro)
@@ -201,8 +202,9 @@ class ClaudeCodePolicy:
         *,
         force: bool = False,
     ) -> PolicyResult:
-        """Micro-compaction; without ``force`` only when the idle gap passes the trigger."""
-        require(profile, ClaudeCodeProfile, NAME)
+        """Micro-compaction; without ``force`` only when it is on and the idle gap passes the
+        trigger."""
+        claude = require(profile, ClaudeCodeProfile, NAME)
         idle = idle_minutes(items)
         details: dict[str, Any] = {
             "keep_recent": MICROCOMPACT_KEEP_RECENT,
@@ -210,9 +212,12 @@ class ClaudeCodePolicy:
             "idle_minutes": idle,
             "compactable_tools": sorted(COMPACTABLE_TOOLS),
         }
-        if not force and not _idle_fires(idle):
+        if not force and not (claude.time_based_microcompact and _idle_fires(idle)):
             why = (
-                "no timestamps to measure the idle gap"
+                "time-based micro-compaction is off (time_based_microcompact, Claude Code's "
+                "default)"
+                if not claude.time_based_microcompact
+                else "no timestamps to measure the idle gap"
                 if idle is None
                 else f"idle {idle:.0f} min ≤ {MICROCOMPACT_GAP_MINUTES} min"
             )
