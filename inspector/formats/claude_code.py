@@ -1806,7 +1806,9 @@ def _metadata_text(kind: str, obj: dict[str, Any], stream_json: bool) -> str:
         return f"progress {dtype}" if isinstance(dtype, str) else kind
     if kind == "result" and stream_json:
         subtype = obj.get("subtype")
-        return f"result {subtype}" if isinstance(subtype, str) else kind
+        text = f"result {subtype}" if isinstance(subtype, str) else kind
+        turns = obj.get("num_turns")
+        return f"{text}, {turns} turns" if type(turns) is int else text
     if kind in KNOWN_TYPES or (stream_json and kind in STREAM_TYPES):
         return kind
     return f"{kind} (unknown line type)"

@@ -788,7 +788,7 @@ def test_stream_json() -> None:
     assert threads["st-su1"] == threads["st-sa1"] == "agent-agent77"
     links = [e.extra["subagents"] for e in of_type(events, SessionInfo) if "subagents" in e.extra]
     assert links == [{"toolu_st1": "agent77"}]
-    assert [e.text for e in of_type(events, LogLine)] == ["result success"]
+    assert [e.text for e in of_type(events, LogLine)] == ["result success, 2 turns"]
     assert by_id(events)["st-r1"].message.parts[0].tool_name == "Agent"
     again = (DATA / "stream.jsonl").read_bytes().splitlines()[0] + b"\n"
     resumed = parse((DATA / "stream.jsonl").read_bytes() + again, stream=True)[0]

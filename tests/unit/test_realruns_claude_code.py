@@ -12,7 +12,7 @@ import pytest
 
 from inspector.cli import main
 from inspector.config import build_profile
-from inspector.core.model import Compacted, MessageKind
+from inspector.core.model import Compacted, LogLine, MessageKind
 from inspector.formats import registry
 from inspector.loader import load_session
 from tests.corpus import real_runs
@@ -84,6 +84,17 @@ def boundaries(path: Path) -> list[tuple[int, str, int | None, int | None]]:
         (e.span.line if e.span else -1, e.trigger, e.tokens_before, e.tokens_after)
         for _, e in loaded.session.events_of(Compacted)
         if isinstance(e, Compacted)
+    ]
+
+
+def log_lines(path: Path) -> list[tuple[int, str]]:
+    """(line, text) of each log line the reader finds."""
+    spec = registry.detect(path)
+    loaded = load_session(path, build_profile(None, default="claude-code"), format_spec=spec)
+    return [
+        (e.span.line if e.span else -1, e.text)
+        for _, e in loaded.session.events_of(LogLine)
+        if isinstance(e, LogLine)
     ]
 
 
@@ -188,6 +199,9 @@ def test_autocompact_threshold_stream_json(
 ) -> None:
     stream = runs(corpus) / "autocompact-threshold" / "stream-json.stdout.jsonl"
     assert [line for line, *_ in boundaries(stream)] == [24, 41, 57]
+    logs = log_lines(stream)
+    assert [line for line, text in logs if text.startswith("status")] == [22, 23, 39, 40, 55, 56]
+    assert logs[-1] == (67, "result success, 26 turns")
     data = one(capsys, "stats", str(stream))
     assert data["format"] == "claude-code-stream"
     assert compactions(data) == [
@@ -231,6 +245,9 @@ def test_manual_compactions(corpus: Path, capsys: pytest.CaptureFixture[str]) ->
     assert kinds_at(path, [95, 188]) == [MessageKind.MESSAGE] * 2  # the new prompts
     stats = one(capsys, "stats", str(path))
     assert compactions(stats) == [(9, "manual", 106_080, 3_200), (17, "manual", 138_980, 3_252)]
+    folder = runs(corpus) / "manual-compact-resume"
+    for n in (2, 4):  # the /compact invocations: no turn of the agent's own
+        assert log_lines(folder / f"stream-json.stdout.{n}.jsonl")[-1][1].endswith(", 0 turns")
     data = one(capsys, "replay", str(path))
     # the user's /compact, made again; nothing of the agent's own under the default settings
     assert data["agreement"] == 1.0 and data["disagreements"] == []
