@@ -156,7 +156,7 @@ _AGENT_FILE = re.compile(r"^agent-([0-9A-Za-z_-]+)\.jsonl$")
 # The provider's refusal of a prompt that does not fit, and its figures when it gives them
 # ("prompt is too long: 203052 tokens > 200000 maximum").
 _TOO_LONG = re.compile(r"prompt is too long", re.IGNORECASE)
-_TOO_LONG_FIGURES = re.compile(r"(\d[\d,]*)\s*tokens?\s*>\s*(\d[\d,]*)")
+_TOO_LONG_FIGURES = re.compile(r"(?<![\d,])(\d[\d,]{0,19})\s*tokens?\s*>\s*(\d[\d,]{0,19})")
 ERROR_SUBTYPES = frozenset({"api_error", "api_retry", "error"})
 REFUSAL_TEXT_CHARS = 500
 _MISSING = object()
