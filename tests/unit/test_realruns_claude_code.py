@@ -12,9 +12,9 @@ import pytest
 
 from inspector.cli import main
 from inspector.config import build_profile
-from inspector.core.model import Compacted, LogLine, MessageKind
+from inspector.core.model import Compacted, LogLine, MessageKind, UsageReported
 from inspector.formats import registry
-from inspector.loader import load_session
+from inspector.loader import load_session, open_inputs
 from tests.corpus import real_runs
 
 SESSION_A = "fe211343-3d88-4257-8d02-f380eca45a0c"
@@ -332,3 +332,32 @@ def test_a_20_session_compacts_on_its_latest_usage(
     assert data["threshold_tokens"] == 155_000  # the session's version: 2.0.64
     assert data["agreement"] == 1.0 and data["disagreements"] == []
     assert compactions(data) == [(68, "replay", 156_953, None)]
+
+
+@pytest.mark.corpus
+def test_merging_the_subagent_file_keeps_it_apart(corpus: Path) -> None:
+    """Merged with the main session and the stdout, the sub-agent file becomes the sub-agent's
+    thread, as the stdout names it: its four requests once each, with their final usage."""
+    paths = [
+        subagent_main(corpus),
+        subagent_file(corpus),
+        runs(corpus) / "subagent-foreground" / "stream-json.stdout.jsonl",
+    ]
+    (merged,) = open_inputs(
+        paths,
+        lambda spec: build_profile(None, default=spec.default_profile),
+        merge=True,
+        count_exact=False,
+    )
+    usage = [e for _, e in merged.session.events_of(UsageReported) if isinstance(e, UsageReported)]
+    by_thread: dict[str, list[tuple[int, int]]] = {}
+    for e in usage:
+        by_thread.setdefault(e.thread, []).append((e.usage.prompt_tokens, e.usage.output))
+    assert [p for p, _ in by_thread["main"]][:: len(by_thread["main"]) - 1] == [25_536, 66_408]
+    assert by_thread[f"agent-{AGENT_D}"] == [
+        (14_985, 127),
+        (15_715, 242),
+        (35_597, 322),
+        (35_759, 407),
+    ]
+    assert len(merged.session.steps) == 6  # main's requests only
