@@ -404,7 +404,7 @@ def summarize_replay(session: Session, result: ReplayResult, facts: RunFacts) ->
         "compactions": [
             {
                 "step": d.step,
-                "trigger": "manual" if d.detail == "manual" else "replay",
+                "trigger": "manual" if d.detail.split(":")[0] == "manual" else "replay",
                 "before_tokens": d.tokens_before,
                 "after_tokens": d.tokens_after,
                 "detail": d.detail,

@@ -155,7 +155,7 @@ def test_replay_under_the_cards_settings_reproduces_every_decision(
     assert (auto["step"], auto["before_tokens"]) == (16, 93495)
     assert "count 93,495 ≥ usable 92,000" in auto["detail"]
     assert "1 kept verbatim" in auto["detail"] or "2 kept verbatim" in auto["detail"]
-    assert (manual["step"], manual["before_tokens"]) == (18, 18244)
+    assert (manual["step"], manual["trigger"], manual["before_tokens"]) == (18, "manual", 18244)
     assert manual["detail"].startswith("manual: the user's command")
     # what they left is near the recording's (the replayed figure at the compaction counts the
     # summary that the recording's next request holds)
