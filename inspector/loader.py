@@ -23,12 +23,13 @@ from inspector.core.model import (
     ParseIssue,
     Part,
     PartType,
+    Pruned,
     RequestSent,
     Role,
     SessionInfo,
     SourceSpan,
 )
-from inspector.core.profiles import Profile, make_profile
+from inspector.core.profiles import OpenCodeProfile, Profile, make_profile
 from inspector.core.session import MAIN_THREAD, Session
 from inspector.core.tokens import ENCODINGS, TokenCounter, encoding_for_model, get_counter
 from inspector.errors import ConfigError, InputError
@@ -38,6 +39,7 @@ from inspector.formats.registry import (
     HEAD_BYTES,
     FormatSpec,
     Head,
+    SnapshotSession,
     detect,
     get_format,
     looks_binary,
@@ -282,6 +284,9 @@ def calibrate(profile: Profile, session: Session) -> Profile:
     window = session.info.get("context_window")
     if isinstance(window, int) and window > 0:
         found["context_window"] = window
+    if isinstance(profile, OpenCodeProfile) and any(True for _ in session.events_of(Pruned)):
+        # OpenCode 1.18 prunes (and logs its attempts) only with compaction.prune on
+        found["prune"] = True
     for _, event in session.events_of(GuardEvaluated):
         if isinstance(event, GuardEvaluated) and event.targets:
             target = event.targets[0]
@@ -575,6 +580,11 @@ def merge_streams(
     time of the request they follow. Otherwise a stream keeps its own order, after the others.
     """
     specs = [resolve_format(p, format_name) for p in paths]
+    merger = specs[0].merge
+    if merger is not None and all(s.merge is merger for s in specs):
+        return _merged_snapshot(
+            paths, specs, merger(paths, specs), profile_for, count_exact, tokenize
+        )
     for path, spec in zip(paths, specs, strict=True):
         if spec.parser is None:
             raise InputError("cannot merge", f"{path} ({spec.name}) is not a stream")
@@ -623,6 +633,30 @@ def _covered(event: Event, covered: set[int]) -> bool:
     if isinstance(event, SessionInfo):  # facts of the run, but not what the stream lacks
         return "context_note" in event.extra
     return not isinstance(event, _NOTES)
+
+
+def _merged_snapshot(
+    paths: Sequence[Path],
+    specs: Sequence[FormatSpec],
+    snapshots: list[SnapshotSession],
+    profile_for: ProfileFactory,
+    count_exact: bool,
+    tokenize: bool,
+) -> LoadedSession:
+    """The session an agent's own merge made of one run's files (its first, when the files
+    hold several)."""
+    if not snapshots:
+        raise InputError("no sessions", f"{', '.join(map(str, paths))} hold no session")
+    profile = profile_for(specs[0])
+    counter = counter_for(profile)
+    session = new_session(profile, counter, count_exact=count_exact, tokenize=tokenize)
+    for path, spec in zip(paths, specs, strict=True):
+        session.add_source(str(path), spec.name)
+    session.append(snapshots[0].events)
+    label = f"merged: {snapshots[0].label}"
+    return LoadedSession(
+        session, paths[0], specs[0], profile, counter, None, label=label, paths=list(paths)
+    )
 
 
 def merge_events(streams: list[list[Event]]) -> list[Event]:

@@ -66,6 +66,9 @@ class Profile(BaseModel):
     # the latest figure reported before it plus the agent's estimate of what came since.
     replay_basis: ClassVar[str] = "request"
     warning_field: ClassVar[str] = "warning_ratio"  # the setting that places the warning level
+    # settings that are the model's, which the agent's files do not record: their defaults are
+    # assumptions until the user sets them (``context_window`` is judged on its own)
+    model_settings: ClassVar[tuple[str, ...]] = ()
     _zone_bounds: tuple[bool, int, bool, int] | None = PrivateAttr(default=None)
 
     @field_validator("estimator")
@@ -222,14 +225,19 @@ class BaseAgentProfile(Profile):
 
 
 # ------------------------------------------------------------------------------------------
-# OpenCode: packages/opencode/src/session/compaction.ts (early-2026 v1.1 era)
+# OpenCode 1.18: packages/opencode/src/session/compaction.ts, overflow.ts (checked on real runs)
 
 
 class OpenCodeProfile(Profile):
     name: str = "opencode"
     agent: Literal["opencode"] = "opencode"
-    description: str = "OpenCode: overflow at usable = window − max output (or input − reserved)"
-    context_window: Tokens = 200_000  # model.limit.context
+    description: str = (
+        "OpenCode 1.18: compaction when the last request's tokens.total reaches usable = window "
+        "− max output (or input − reserved), keeping a verbatim tail; prune opt-in"
+    )
+    # model.limit.context: OpenCode takes it from its model list or the config and writes it to
+    # none of its files, so this default is ours, not the agent's (pass the model's own limit)
+    context_window: Tokens = 200_000
     estimator: str = "opencode"
     output_limit: Tokens = 32_000  # model.limit.output (0 = unknown)
     output_token_max: Tokens = 32_000  # OUTPUT_TOKEN_MAX
@@ -237,11 +245,19 @@ class OpenCodeProfile(Profile):
     reserved: Tokens | None = None  # compaction.reserved; None = min(20000, max output)
     compaction_buffer: Tokens = 20_000  # COMPACTION_BUFFER
     auto: bool = True  # compaction.auto
-    prune: bool = True  # compaction.prune
+    prune: bool = False  # compaction.prune: off unless the config turns it on
     prune_protect: Tokens = 40_000  # PRUNE_PROTECT (strict >)
     prune_minimum: Tokens = 20_000  # PRUNE_MINIMUM (strict >)
     protect_last_turns: Tokens = 2
     protected_tools: tuple[str, ...] = Field(default=("skill",), strict=False)
+    # compaction.preserve_recent_tokens; None = min(15000, max(2000, floor(usable × 0.25)))
+    preserve_recent_tokens: Tokens | None = None
+    tail_turns: Tokens = 2  # compaction.tail_turns: user turns the verbatim tail may span
+    preserve_recent_min: Tokens = 2_000  # MIN_PRESERVE_RECENT_TOKENS
+    preserve_recent_max: Tokens = 15_000  # MAX_PRESERVE_RECENT_TOKENS
+    summary_tool_output_chars: Tokens = 2_000  # tool results in the summarisation request
+
+    model_settings: ClassVar[tuple[str, ...]] = ("output_limit", "input_limit")
 
     def max_output(self) -> int:
         # ProviderTransform.maxOutputTokens: min(model output limit, OUTPUT_TOKEN_MAX) || max
@@ -274,11 +290,19 @@ class OpenCodeProfile(Profile):
     def prune_threshold(self) -> int | None:
         return None  # prune runs at the end of every turn, whatever the size
 
+    def preserve_recent(self) -> int:
+        """The verbatim tail's budget in tokens (``preserveRecentBudget``)."""
+        if self.preserve_recent_tokens is not None:
+            return self.preserve_recent_tokens
+        quarter = self.usable() // 4
+        return min(self.preserve_recent_max, max(self.preserve_recent_min, quarter))
+
     def derived(self) -> dict[str, object]:
         return {
             "max_output": self.max_output(),
             "reserved_tokens": self.reserved_tokens(),
             "usable": self.usable(),
+            "preserve_recent": self.preserve_recent(),
         }
 
 

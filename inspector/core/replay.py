@@ -16,7 +16,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from typing import Any
 
@@ -31,6 +31,7 @@ from inspector.core.model import (
     Part,
     PartType,
     Pruned,
+    RequestRejected,
     RequestSent,
     Role,
     ToolOutputAction,
@@ -41,6 +42,7 @@ from inspector.core.policies.base import (
     Action,
     ContextItem,
     ContextList,
+    ItemStatus,
     Policy,
     PolicyResult,
     Summarizer,
@@ -50,6 +52,7 @@ from inspector.core.session import MAIN_THREAD, MessageRow, Session, StepState
 from inspector.core.window import Zone
 
 OVERHEAD_ID = "__overhead__"
+FAILED_HERE = "its summary failed in the recording: the context stays as it was"
 _ITEM_ID = attrgetter("message.id")
 
 _KIND_OF_ACTION = {
@@ -121,6 +124,8 @@ class ReplayResult:
     disagreements: list[dict[str, Any]]
     results: list[ActionRecord]  # every fired policy result
     items: list[ContextItem]  # the replayed context at the end
+    # recorded decisions the recording cannot determine, with why: not counted either way
+    undetermined: list[tuple[Decision, str]] = field(default_factory=list)
 
     @property
     def tokens_saved(self) -> int:
@@ -188,12 +193,18 @@ class _Context:
         if count is None:
             return None
         if self._recount:
-            self._exact_total = sum(count(i) for i in self.items)
+            self._exact_total = sum(count(i) for i in self.items if i.message.visible)
             self._recount = False
         else:
-            self._exact_total += sum(count(i) for i in self._uncounted)
+            self._exact_total += sum(count(i) for i in self._uncounted if i.message.visible)
         self._uncounted.clear()
         return self._exact_total
+
+    def swap(self, position: int, item: ContextItem) -> None:
+        """The item at ``position`` becomes ``item``."""
+        self.items[position] = item
+        self._uncounted.clear()
+        self._recount = True
 
     def reset_after(self, keep_through: str | None, keep_system: bool) -> None:
         cut = 0
@@ -299,6 +310,15 @@ def _replay(
         recorded_by_step.setdefault(d.step, []).append(d)
     has_messages = session.message_count > 0
     exact_of: dict[str, int] = {}
+    # optional hooks of a policy: what the agent decides once a request is answered (from that
+    # request's figure, or the provider's refusal), and when its loop ends (before the user's
+    # next message)
+    after_request = getattr(policy, "after_request", None)
+    loop_end = getattr(policy, "finish", None)
+    refusals: dict[int, RequestRejected] = {}
+    loop_ran = False  # a request was sent since the agent's loop last ended
+    failed_at = 0  # the step in whose build-up the recording's compaction failed
+    last_overhead = 0
 
     def count_exact(item: ContextItem) -> int:
         assert exact is not None
@@ -319,6 +339,69 @@ def _replay(
     adopt_recorded = False  # the replay compacts where the recording did: take its result
     skip_ids: set[str] = set()  # what a recorded compaction the replay did not make put in
 
+    # the summary the replay's latest compaction wrote: (its id, the step the compaction
+    # fired at, its decision); the recording's own summary of a compaction at the same point
+    # stands in for it when it comes
+    own_summary: tuple[str, int, Decision] | None = None
+
+    def summary_written(result: PolicyResult, decision: Decision, at: int) -> None:
+        nonlocal own_summary
+        if decision.kind == "compaction":
+            written = _written_summary(result)
+            own_summary = (written.id, at, decision) if written is not None else None
+
+    def act_between(
+        result: PolicyResult, detail: str | None = None, before: int | None = None
+    ) -> None:
+        """A policy result between two requests (the agent's loop ended, the user's command):
+        it takes effect in the next request's build-up."""
+        kind = _KIND_OF_ACTION.get(result.action, result.action.value)
+        if before is None:
+            before = result.details.get("decided_on", result.tokens_before)
+        decision = Decision(step + 1, kind, before, result.tokens_after, detail or result.reason)
+        pending.append(decision)
+        results.append(ActionRecord(step + 1, list(context.items), result))
+        if kind in _REDUCING:
+            context.replace(result.items)
+            summary_written(result, decision, step)
+
+    def adopt_summary(recorded: ContextItem) -> None:
+        """The recording's summary of the compaction the replay made at the same point takes
+        the place of the replay's own (whose text the summarizer wrote without knowing it)."""
+        nonlocal own_summary
+        if own_summary is None:
+            return
+        summary_id, at, decision = own_summary
+        own_summary = None
+        if step - at > 1:
+            return  # the replay's compaction was earlier: this summary is of another one
+        position = next((p for p, i in enumerate(context.items) if i.id == summary_id), None)
+        if position is None:
+            return
+        change = recorded.tokens - context.items[position].tokens
+        context.swap(position, recorded)
+        fixed = replace(
+            decision,
+            tokens_after=None if decision.tokens_after is None else decision.tokens_after + change,
+        )
+        for listed in (decisions, pending, *(s.decisions for s in steps[-2:])):
+            for k, d in enumerate(listed):
+                if d is decision:
+                    listed[k] = fixed
+        for state in steps[-2:]:
+            if state.step == decision.step:
+                state.tokens = max(0, state.tokens + change)
+
+    def end_loop() -> None:
+        nonlocal loop_ran
+        if loop_end is None or not loop_ran:
+            return
+        loop_ran = False
+        with context.with_overhead(last_overhead, has_messages) as items:
+            for result in loop_end(items, profile, estimate):
+                if result.fired:
+                    act_between(result)
+
     for raw in _acted_on(session):
         if isinstance(raw, MessageRow):
             rec = raw
@@ -331,8 +414,15 @@ def _replay(
                     continue  # put in by a recorded compaction the replay did not make
             if skip_summary and rec.kind is MessageKind.SUMMARY:
                 skip_summary = False
-                continue  # the recording's own compaction summary: the replay writes its own
+                # the recording's own compaction summary: the replay writes its own, unless it
+                # compacted at the same point
+                if own_summary is not None:
+                    summary = session.body(rec.position)
+                    adopt_summary(ContextItem(summary, estimate(summary), rec.position))
+                continue
             message = session.body(rec.position)
+            if message.role is Role.USER and message.kind is MessageKind.MESSAGE:
+                end_loop()  # the user's next message: the agent's loop had ended
             if dropped_sizes and message.id in dropped_sizes:  # the body's id is the record's
                 message = _undropped(message, dropped_sizes.pop(message.id))
                 tokens = estimate(message)
@@ -363,7 +453,9 @@ def _replay(
         if isinstance(event, RequestSent):
             if event.thread != MAIN_THREAD:
                 continue
+            answered = steps[-1] if steps else None
             step += 1
+            loop_ran = True
             state = recorded_steps[step - 1] if step - 1 < len(recorded_steps) else None
             recorded_here = recorded_by_step.get(step, [])
             recorded_reduction, recorded_persistent = _recorded_reduction(state, recorded_here)
@@ -376,8 +468,21 @@ def _replay(
             else:
                 pre = max(0, recorded_tokens + offset + recorded_reduction)
                 overhead = pre
+            last_overhead = overhead
             with context.with_overhead(overhead, has_messages) as items:
-                fired = [r for r in policy.manage(items, profile, estimate, summarizer) if r.fired]
+                fired = []
+                if after_request is not None and answered is not None:
+                    refused = _refusal_replayed(refusals.get(answered.step), answered)
+                    fired = after_request(
+                        items,
+                        profile,
+                        estimate,
+                        summarizer,
+                        figure=answered.tokens,
+                        refused=refused,
+                    )
+                fired += policy.manage(items, profile, estimate, summarizer)
+                fired = [r for r in fired if r.fired]
                 # what the fired results acted on, copied once one of them is recorded
                 before: list[ContextItem] | None = None
                 replayed_reduction = 0
@@ -418,13 +523,14 @@ def _replay(
                     if adopt and kind in _REDUCING:
                         continue
                     persistent = bool(result.details.get("persistent", True))
+                    failed = kind == "compaction" and failed_at == step
                     step_decisions.append(
                         Decision(
                             step,
                             kind,
-                            result.tokens_before,
-                            result.tokens_after,
-                            result.reason,
+                            result.details.get("decided_on", result.tokens_before),
+                            None if failed else result.tokens_after,
+                            f"{result.reason} ({FAILED_HERE})" if failed else result.reason,
                             persistent,
                             _figure(result),
                         )
@@ -432,13 +538,18 @@ def _replay(
                     if before is None:
                         before = items[:]  # a plain list (a slice copies fast)
                     results.append(ActionRecord(step, before, result))
-                    if kind in _REDUCING:
+                    if kind in _REDUCING and not failed:
                         saved = max(0, result.tokens_saved)
                         replayed_reduction += saved
                         if persistent:
                             replayed_persistent += saved
                             context.replace(result.items)
+                            summary_written(result, step_decisions[-1], step)
             tokens = max(0, pre - replayed_reduction)
+            # an agent that decides on its last request's figure never sent the context it
+            # then acted on: its step's highest figure is the one it decided on
+            decided = [r.details["decided_on"] for r in fired if "decided_on" in r.details]
+            peak = max([tokens, *decided]) if decided else pre
             offset += recorded_persistent - replayed_persistent
             decisions.extend(step_decisions)
             steps.append(
@@ -453,16 +564,20 @@ def _replay(
                         else recorded_tokens
                     ),
                     origin=state.origin if state is not None else Origin.ESTIMATED,
-                    zone=profile.zone(pre),
+                    zone=profile.zone(peak),
                     messages=len(context.items),
-                    peak=pre,
+                    peak=peak,
                     recorded_peak=state.peak if state is not None else pre,
                     decisions=step_decisions,
                     recorded_decisions=list(recorded_here),
                 )
             )
         elif isinstance(event, Compacted):
-            if event.thread == MAIN_THREAD and not event.failed:
+            if event.thread == MAIN_THREAD and event.failed:
+                # the agent decided to compact here and its summary failed: a compaction the
+                # replay makes at this point fails alike (the summarizer is not the agent's)
+                failed_at = step + 1
+            elif event.thread == MAIN_THREAD:
                 if adopt_recorded:
                     # the replay compacts here too: what the agent did is known, so it is taken
                     # (what it kept, and what it put in after)
@@ -471,7 +586,21 @@ def _replay(
                     skip_ids.update(event.added_ids)
                 else:
                     skip_summary = True
+                if event.trigger == "manual" and has_messages and not adopt_recorded:
+                    # the user's command, not the agent's decision: the replay obeys it too
+                    end_loop()
+                    with context.with_overhead(last_overhead, has_messages) as items:
+                        forced = policy.compact(items, profile, estimate, summarizer, force=True)
+                        if forced.fired:
+                            act_between(
+                                forced,
+                                f"manual: the user's command ({forced.reason})",
+                                steps[-1].tokens if steps else None,
+                            )
             adopt_recorded = False
+        elif isinstance(event, RequestRejected):
+            if event.thread == MAIN_THREAD:
+                refusals[step] = event
         elif isinstance(event, ContextReset):
             if event.thread == MAIN_THREAD:
                 context.reset_after(event.keep_through, event.keep_system)
@@ -492,15 +621,40 @@ def _replay(
                     pending.append(Decision(step + 1, "final_turn", projected, None, detail))
                 else:
                     offset += event.tokens  # it fitted: the output stays in the context
-    agreement, disagreements = compare(recorded, decisions)
+    end_loop()  # the recording ends: the agent's last loop is over
+    decisions.extend(pending)
+    undetermined: list[tuple[Decision, str]] = []
+    judge = getattr(policy, "undetermined", None)
+    if judge is not None:
+        for d in recorded:
+            why = judge(d, has_messages)
+            if why:
+                undetermined.append((d, why))
+    unknown = {id(d) for d, _ in undetermined}
+    determinable = [d for d in recorded if id(d) not in unknown]
+    agreement, disagreements = compare(determinable, decisions)
     _other_setting(disagreements, decisions, profile)
     return ReplayResult(
-        profile, steps, decisions, recorded, agreement, disagreements, results, list(context.items)
+        profile,
+        steps,
+        decisions,
+        recorded,
+        agreement,
+        disagreements,
+        results,
+        list(context.items),
+        undetermined,
     )
 
 
 # the events replay acts on, besides the messages
-_ACTED_ON: tuple[type[Event], ...] = (RequestSent, Compacted, ContextReset, ToolOutputChanged)
+_ACTED_ON: tuple[type[Event], ...] = (
+    RequestSent,
+    RequestRejected,
+    Compacted,
+    ContextReset,
+    ToolOutputChanged,
+)
 
 
 def _acted_on(session: Session) -> Iterator[MessageRow | Event]:
@@ -520,16 +674,34 @@ def _acted_on(session: Session) -> Iterator[MessageRow | Event]:
 
 def _unshown(state: StepState | None, basis: str = "request") -> int:
     """What a reported figure holds beyond the agent's estimate of the recorded messages: the
-    request's own figure (``basis`` "request"), or the latest figure reported before the
-    request, as of when it was reported (``basis`` "anchor": the agent's estimate of what came
-    since is then the replayed messages'; the difference may be negative)."""
+    request's own figure (``basis`` "request"; at a step without a figure of its own, what the
+    figure it is anchored on held: the system prompt and tool schemas are still there), or the
+    latest figure reported before the request, as of when it was reported (``basis`` "anchor":
+    the agent's estimate of what came since is then the replayed messages'; the difference may
+    be negative)."""
     if state is None:
         return 0
     if basis == "anchor":
         return 0 if state.anchor is None else state.anchor - state.anchor_estimated
-    if state.reported is None:
-        return 0
-    return max(0, state.reported - state.estimated)
+    if state.reported is not None:
+        return max(0, state.reported - state.estimated)
+    if state.anchor is not None:
+        return max(0, state.anchor - state.anchor_estimated)
+    return 0
+
+
+def _refusal_replayed(
+    refused: RequestRejected | None, answered: ReplayStep
+) -> RequestRejected | None:
+    """The provider's refusal of a request, if the replayed request would be refused too: over
+    the provider's limit by the provider's own count moved by what the replay changed, or (no
+    limit given) no smaller than the recorded request."""
+    if refused is None:
+        return None
+    change = answered.tokens - answered.recorded
+    if refused.limit is not None and refused.tokens is not None:
+        return refused if refused.tokens + change > refused.limit else None
+    return refused if change >= 0 else None
 
 
 _OVERHEAD_TEXT = {
@@ -588,6 +760,15 @@ def _figure(result: PolicyResult) -> int | None:
     return value if isinstance(value, int) else None
 
 
+def _written_summary(result: PolicyResult) -> ContextItem | None:
+    """The summary a compaction wrote (the last one it added)."""
+    added = {c.id for c in result.changes if c.status is ItemStatus.ADDED}
+    for item in reversed(result.items):
+        if item.id in added and item.message.kind is MessageKind.SUMMARY:
+            return item
+    return None
+
+
 def _admitted_item(result: PolicyResult, original: ContextItem) -> ContextItem:
     """The admitted output as it enters the context (``admit``'s result holds it alone)."""
     if not result.items:
@@ -627,14 +808,18 @@ def recorded_decisions(session: Session) -> list[Decision]:
     out: list[Decision] = []
     for index, event in session.events_of(Compacted, Pruned, FinalTurnForced, ToolOutputChanged):
         if isinstance(event, Compacted):
-            if event.thread == MAIN_THREAD and not event.failed:
+            if event.thread == MAIN_THREAD:
+                # a failed attempt is a decision too: the agent decided, its summary failed
+                detail = (
+                    f"{event.trigger} (failed: {event.error})" if event.failed else event.trigger
+                )
                 out.append(
                     Decision(
                         session.step_at(index),
                         "compaction",
                         event.tokens_before,
-                        event.tokens_after,
-                        event.trigger,
+                        None if event.failed else event.tokens_after,
+                        detail,
                     )
                 )
         elif isinstance(event, Pruned):

@@ -12,6 +12,7 @@ from typing import Any
 from inspector.core.model import (
     Compacted,
     FinalTurnForced,
+    GuardEvaluated,
     Origin,
     ParseIssue,
     Pruned,
@@ -36,6 +37,35 @@ class RunFacts:
     tokenizer: str
 
 
+def recorded_window(session: Session) -> int | None:
+    """The window the input itself records: the agent's own (session information, or its
+    guard's first target)."""
+    value = session.info.get("context_window")
+    if isinstance(value, int) and value > 0:
+        return value
+    for _, event in session.events_of(GuardEvaluated):
+        if isinstance(event, GuardEvaluated) and event.targets:
+            return event.targets[0].context_window
+    return None
+
+
+def window_source(session: Session, profile: Profile) -> str:
+    """Where the window in use comes from: ``recorded``, ``set`` or ``default``."""
+    if recorded_window(session) == profile.context_window:
+        return "recorded"
+    return "set" if "context_window" in profile.model_fields_set else "default"
+
+
+def assumed_settings(profile: Profile) -> dict[str, object]:
+    """The model's settings the input does not record and the user did not set: the
+    profile's defaults stand in for them."""
+    return {
+        name: value
+        for name in profile.model_settings
+        if name not in profile.model_fields_set and (value := getattr(profile, name)) is not None
+    }
+
+
 def summarize(session: Session, profile: Profile, facts: RunFacts) -> dict[str, Any]:
     steps = session.all_steps()
     window = _window(session, profile)
@@ -47,6 +77,7 @@ def summarize(session: Session, profile: Profile, facts: RunFacts) -> dict[str, 
         "tokenizer": facts.tokenizer,
         "context_window": window,
         "context_window_source": _window_source(session, profile, window),
+        "assumed_settings": assumed_settings(profile),
         "threshold_tokens": profile.threshold(),
         "effective_limit": profile.limit_parts().effective,
         "model": session.info.get("model"),
@@ -90,11 +121,13 @@ def _context_note(session: Session) -> str:
 
 def _window_source(session: Session, profile: Profile, window: int) -> str:
     """Where the window shown comes from: the file (the reader says which record), else the
-    profile (its default or a setting)."""
+    profile: a setting of the user's, or its default, which is an assumption."""
     if session.info.get("context_window") == window:
         source = session.info.get("context_window_source")
         return source if isinstance(source, str) and source else "reported in the file"
-    return f"profile {profile.name}"
+    if window_source(session, profile) == "default":
+        return f"profile {profile.name} default, assumed: the input does not record the window"
+    return f"profile {profile.name}, set by the user"
 
 
 def _peak(steps: list[StepState]) -> tuple[int | None, int, str]:
@@ -232,7 +265,12 @@ def _compactions(session: Session, steps: list[StepState]) -> list[dict[str, Any
         after = event.tokens_after
         if after is None and not event.failed:
             state = by_step.get(step)
-            if state is not None and state.request_event is not None:
+            # a figure anchored across the compaction is no measure of what it left
+            if (
+                state is not None
+                and state.request_event is not None
+                and state.origin is not Origin.ANCHORED
+            ):
                 after = state.tokens
         out.append(
             {
@@ -348,6 +386,8 @@ def summarize_replay(session: Session, result: ReplayResult, facts: RunFacts) ->
         "profile": profile.name,
         "tokenizer": facts.tokenizer,
         "context_window": profile.context_window,
+        "context_window_source": _window_source(session, profile, profile.context_window),
+        "assumed_settings": assumed_settings(profile),
         "threshold_tokens": profile.threshold(),
         "effective_limit": profile.limit_parts().effective,
         "model": session.info.get("model"),
@@ -364,15 +404,20 @@ def summarize_replay(session: Session, result: ReplayResult, facts: RunFacts) ->
         "compactions": [
             {
                 "step": d.step,
-                "trigger": "manual" if d.detail == "manual" else "replay",
+                "trigger": "manual" if d.detail.split(":")[0] == "manual" else "replay",
                 "before_tokens": d.tokens_before,
                 "after_tokens": d.tokens_after,
+                "detail": d.detail,
             }
             for d in result.decisions
             if d.kind == "compaction"
         ],
         "prunes": [
-            {"step": d.step, "tokens_recovered": _saved(d.tokens_before, d.tokens_after)}
+            {
+                "step": d.step,
+                "tokens_recovered": _saved(d.tokens_before, d.tokens_after),
+                "detail": d.detail,
+            }
             for d in result.decisions
             if d.kind == "prune"
         ],
@@ -391,6 +436,7 @@ def summarize_replay(session: Session, result: ReplayResult, facts: RunFacts) ->
         "tokens_saved": result.tokens_saved,
         "agreement": round(result.agreement, 4),
         "disagreements": result.disagreements,
+        "undetermined": [{**d.as_dict(), "why": why} for d, why in result.undetermined],
         "recorded_decisions": [d.as_dict() for d in result.recorded],
         "curve": [
             {

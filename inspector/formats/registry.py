@@ -8,7 +8,7 @@ import importlib
 import os
 import re
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -92,6 +92,9 @@ class FormatSpec:
     # formats whose streams hold everything this one shows of a run (its messages, requests
     # and figures): merged with one of them, only this stream's log lines and facts are kept
     covered_by: tuple[str, ...] = ()
+    # one session of several inputs of one run (``--merge``), for an agent whose files are not
+    # all streams (a database beside its log): every input's path and format, in order
+    merge: Callable[[Sequence[Path], Sequence[FormatSpec]], list[SnapshotSession]] | None = None
 
     def make_parser(self, source: int = 0, path: str = "") -> Parser:
         """A stream parser for this format (only for formats that have one)."""
@@ -110,6 +113,8 @@ FORMAT_MODULES: tuple[str, ...] = (
     "inspector.formats.aiagent",
     "inspector.formats.goagent",
     "inspector.formats.opencode",
+    "inspector.formats.opencode_run",
+    "inspector.formats.opencode_data",
     "inspector.formats.fifth",
     "inspector.formats.swe_agent",
     "inspector.formats.openhands",
