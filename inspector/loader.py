@@ -23,12 +23,13 @@ from inspector.core.model import (
     ParseIssue,
     Part,
     PartType,
+    Pruned,
     RequestSent,
     Role,
     SessionInfo,
     SourceSpan,
 )
-from inspector.core.profiles import Profile, make_profile
+from inspector.core.profiles import OpenCodeProfile, Profile, make_profile
 from inspector.core.session import MAIN_THREAD, Session
 from inspector.core.tokens import ENCODINGS, TokenCounter, encoding_for_model, get_counter
 from inspector.errors import ConfigError, InputError
@@ -38,6 +39,7 @@ from inspector.formats.registry import (
     HEAD_BYTES,
     FormatSpec,
     Head,
+    SnapshotSession,
     detect,
     get_format,
     looks_binary,
@@ -292,6 +294,9 @@ def calibrate(profile: Profile, session: Session) -> Profile:
     version = session.info.get("version")
     if isinstance(version, str) and version and _valid_setting(profile, "version", version):
         found["version"] = version  # an agent whose rules follow its version (Claude Code)
+    if isinstance(profile, OpenCodeProfile) and any(True for _ in session.events_of(Pruned)):
+        # OpenCode 1.18 prunes (and logs its attempts) only with compaction.prune on
+        found["prune"] = True
     for _, event in session.events_of(GuardEvaluated):
         if isinstance(event, GuardEvaluated) and event.targets:
             target = event.targets[0]
@@ -590,13 +595,19 @@ def merge_streams(
 ) -> LoadedSession:
     """One session of several streams of the same run (an agent's stdout and stderr).
 
-    Streams of one agent whose formats share a ``merge`` are merged by it. Otherwise, events
+    Inputs of one agent whose formats share a ``merge`` make the session it makes; streams of
+    one agent whose formats share an ``order_streams`` are ordered by it. Otherwise, events
     are ordered by timestamp where they have one. A stream without timestamps is
     anchored on the requests of a stream that has them: its n-th request is the other stream's
     n-th request (so a request is counted once), and its events between two requests take the
     time of the request they follow. Otherwise a stream keeps its own order, after the others.
     """
     specs = [resolve_format(p, format_name) for p in paths]
+    merger = specs[0].merge
+    if merger is not None and all(s.merge is merger for s in specs):
+        return _merged_snapshot(
+            paths, specs, merger(paths, specs), profile_for, count_exact, tokenize
+        )
     for path, spec in zip(paths, specs, strict=True):
         if spec.parser is None:
             raise InputError("cannot merge", f"{path} ({spec.name}) is not a stream")
@@ -623,10 +634,10 @@ def merge_streams(
     )
     for path, spec in zip(paths, specs, strict=True):
         session.add_source(str(path), spec.name)
-    merge = specs[0].merge
-    if merge is not None and all(spec.merge is merge for spec in specs):
+    order = specs[0].order_streams
+    if order is not None and all(spec.order_streams is order for spec in specs):
         # one agent's streams of one run: it knows which records repeat each other
-        session.append(merge([(s.name, e) for s, e in zip(specs, streams, strict=True)]))
+        session.append(order([(s.name, e) for s, e in zip(specs, streams, strict=True)]))
     else:
         names = {spec.name for spec in specs}
         covered = {i for i, spec in enumerate(specs) if names.intersection(spec.covered_by)}
@@ -650,6 +661,30 @@ def _covered(event: Event, covered: set[int]) -> bool:
     if isinstance(event, SessionInfo):  # facts of the run, but not what the stream lacks
         return "context_note" in event.extra
     return not isinstance(event, _NOTES)
+
+
+def _merged_snapshot(
+    paths: Sequence[Path],
+    specs: Sequence[FormatSpec],
+    snapshots: list[SnapshotSession],
+    profile_for: ProfileFactory,
+    count_exact: bool,
+    tokenize: bool,
+) -> LoadedSession:
+    """The session an agent's own merge made of one run's files (its first, when the files
+    hold several)."""
+    if not snapshots:
+        raise InputError("no sessions", f"{', '.join(map(str, paths))} hold no session")
+    profile = profile_for(specs[0])
+    counter = counter_for(profile)
+    session = new_session(profile, counter, count_exact=count_exact, tokenize=tokenize)
+    for path, spec in zip(paths, specs, strict=True):
+        session.add_source(str(path), spec.name)
+    session.append(snapshots[0].events)
+    label = f"merged: {snapshots[0].label}"
+    return LoadedSession(
+        session, paths[0], specs[0], profile, counter, None, label=label, paths=list(paths)
+    )
 
 
 def merge_events(streams: list[list[Event]]) -> list[Event]:

@@ -182,6 +182,14 @@ def show(out: Console, item: SimpleTable | Text) -> None:
     out.print(item if isinstance(item, Text) else item.rich())
 
 
+def _window_text(window: int, source: str | None) -> str:
+    if source and "assumed" in source:
+        return f"{_n(window)} (assumed: the input does not record it; --set context_window=N)"
+    if source and "set by the user" in source:
+        return f"{_n(window)} (set by you)"
+    return _n(window)
+
+
 def render_stats(out: Console, s: dict[str, Any]) -> None:
     window = s["context_window"] or 0
     show(out, Text(f"{s['file']}", style="bold"))
@@ -191,7 +199,11 @@ def render_stats(out: Console, s: dict[str, Any]) -> None:
         ("profile", s["profile"]),
         ("model", s.get("model") or "-"),
         ("tokenizer", s["tokenizer"]),
-        ("window", _n(window)),
+        ("window", _window_text(window, s.get("context_window_source"))),
+        *(
+            (name, f"{_n(value) if isinstance(value, int) else value} (assumed: not in the input)")
+            for name, value in (s.get("assumed_settings") or {}).items()
+        ),
         ("effective limit", _n(s["effective_limit"])),
         ("threshold", _n(s["threshold_tokens"])),
         (
@@ -341,26 +353,21 @@ def render_replay(out: Console, s: dict[str, Any]) -> None:
         },
     )
     out.print()
-    for assumed in s.get("assumed_settings", []):
-        value = assumed["value"]
-        shown = "unset" if value is None else f"{value:,}" if isinstance(value, int) else value
-        given = "as given" if assumed["source"] == "given" else "the default"
-        out.print(
-            Text(
-                f"assumed: {assumed['setting']} = {shown} ({given}; the recording does not show it)"
-            )
-        )
     agreement = s["agreement"]
     undetermined = s.get("undetermined", [])
-    judged = len(s["recorded_decisions"]) - len(undetermined)
-    out.print(
-        Text(
-            f"agreement with the recording: {agreement:.0%} of "
-            f"{judged} recorded decisions reproduced at the same step"
+    counted = len(s["recorded_decisions"]) - len(undetermined)
+    if counted or not undetermined:
+        line = (
+            f"agreement with the recording: {agreement:.0%} of {counted} recorded decisions "
+            "reproduced at the same step"
         )
-    )
-    for u in undetermined:
-        out.print(Text(f"not judged: {u['kind']} at step {u['step']}: {u['reason']}"))
+    else:
+        line = "agreement with the recording: no recorded decision this file can determine"
+    if undetermined:
+        line += f" ({len(undetermined)} it cannot: not counted)"
+    out.print(Text(line))
+    for d in undetermined:
+        out.print(Text(f"step {d['step']}: recorded {d['kind']} not counted: {d['reason']}"))
     if s["disagreements"]:
         table = _table("Where the replay differs", "step", "recorded", "replayed", right=("step",))
         for d in s["disagreements"]:

@@ -61,12 +61,10 @@ class Profile(BaseModel):
     threshold_strict: ClassVar[bool] = False  # True: acts when tokens > threshold; else >=
     # Other names a setting is known by (the agent's own configuration names): alias -> field.
     setting_aliases: ClassVar[Mapping[str, str]] = types.MappingProxyType({})
-    # The figure the agent compares with its limit before a request, as replay rebuilds it:
-    # "request" = the request's own reported size (the prompt it is about to send); "anchor" =
-    # the latest figure reported before it plus the agent's estimate of what came since.
-    replay_basis: ClassVar[str] = "request"
     warning_field: ClassVar[str] = "warning_ratio"  # the setting that places the warning level
-    # settings no file of this agent records: a replay says which values it assumed
+    # settings no file of the agent records (the model's limits, options given on the command
+    # line): until the user sets them, their defaults are assumptions, and ``stats`` and
+    # ``replay`` list them (``context_window`` is judged on its own: some files record it)
     unrecorded_settings: ClassVar[tuple[str, ...]] = ()
     _zone_bounds: tuple[bool, int, bool, int] | None = PrivateAttr(default=None)
 
@@ -97,10 +95,17 @@ class Profile(BaseModel):
 
     def measure_basis(self) -> str:
         """The figure the agent compares with its threshold before a request, as replay
-        rebuilds it: "request" = the request's own size; "usage" = the latest response's
-        prompt plus output; "usage+estimate" = that plus the agent's estimate of what came
-        after the response's first record."""
+        rebuilds it: "request" = the request's own reported size (the prompt it is about to
+        send); "anchor" = the latest figure reported before it plus the agent's estimate of
+        what came since; "usage" = the latest response's prompt plus output; "usage+estimate"
+        = that plus the agent's estimate of what came after the response's first record."""
         return "request"
+
+    def provider_limit(self) -> int | None:
+        """The largest request the provider accepts, when replay is to judge whether a replayed
+        request is refused by its size (a request over it is refused, and the policy's
+        ``after_request`` hears of it); None: only the refusals the recording shows."""
+        return None
 
     def over_threshold(self, tokens: int) -> bool:
         if not self.has_threshold():
@@ -235,14 +240,19 @@ class BaseAgentProfile(Profile):
 
 
 # ------------------------------------------------------------------------------------------
-# OpenCode: packages/opencode/src/session/compaction.ts (early-2026 v1.1 era)
+# OpenCode 1.18: packages/opencode/src/session/compaction.ts, overflow.ts (checked on real runs)
 
 
 class OpenCodeProfile(Profile):
     name: str = "opencode"
     agent: Literal["opencode"] = "opencode"
-    description: str = "OpenCode: overflow at usable = window − max output (or input − reserved)"
-    context_window: Tokens = 200_000  # model.limit.context
+    description: str = (
+        "OpenCode 1.18: compaction when the last request's tokens.total reaches usable = window "
+        "− max output (or input − reserved), keeping a verbatim tail; prune opt-in"
+    )
+    # model.limit.context: OpenCode takes it from its model list or the config and writes it to
+    # none of its files, so this default is ours, not the agent's (pass the model's own limit)
+    context_window: Tokens = 200_000
     estimator: str = "opencode"
     output_limit: Tokens = 32_000  # model.limit.output (0 = unknown)
     output_token_max: Tokens = 32_000  # OUTPUT_TOKEN_MAX
@@ -250,11 +260,19 @@ class OpenCodeProfile(Profile):
     reserved: Tokens | None = None  # compaction.reserved; None = min(20000, max output)
     compaction_buffer: Tokens = 20_000  # COMPACTION_BUFFER
     auto: bool = True  # compaction.auto
-    prune: bool = True  # compaction.prune
+    prune: bool = False  # compaction.prune: off unless the config turns it on
     prune_protect: Tokens = 40_000  # PRUNE_PROTECT (strict >)
     prune_minimum: Tokens = 20_000  # PRUNE_MINIMUM (strict >)
     protect_last_turns: Tokens = 2
     protected_tools: tuple[str, ...] = Field(default=("skill",), strict=False)
+    # compaction.preserve_recent_tokens; None = min(15000, max(2000, floor(usable × 0.25)))
+    preserve_recent_tokens: Tokens | None = None
+    tail_turns: Tokens = 2  # compaction.tail_turns: user turns the verbatim tail may span
+    preserve_recent_min: Tokens = 2_000  # MIN_PRESERVE_RECENT_TOKENS
+    preserve_recent_max: Tokens = 15_000  # MAX_PRESERVE_RECENT_TOKENS
+    summary_tool_output_chars: Tokens = 2_000  # tool results in the summarisation request
+
+    unrecorded_settings: ClassVar[tuple[str, ...]] = ("output_limit", "input_limit")
 
     def max_output(self) -> int:
         # ProviderTransform.maxOutputTokens: min(model output limit, OUTPUT_TOKEN_MAX) || max
@@ -287,11 +305,19 @@ class OpenCodeProfile(Profile):
     def prune_threshold(self) -> int | None:
         return None  # prune runs at the end of every turn, whatever the size
 
+    def preserve_recent(self) -> int:
+        """The verbatim tail's budget in tokens (``preserveRecentBudget``)."""
+        if self.preserve_recent_tokens is not None:
+            return self.preserve_recent_tokens
+        quarter = self.usable() // 4
+        return min(self.preserve_recent_max, max(self.preserve_recent_min, quarter))
+
     def derived(self) -> dict[str, object]:
         return {
             "max_output": self.max_output(),
             "reserved_tokens": self.reserved_tokens(),
             "usable": self.usable(),
+            "preserve_recent": self.preserve_recent(),
         }
 
 
@@ -702,7 +728,7 @@ class ClaudeCodeProfile(Profile):
         """Where Claude Code stops taking input: the model's window less the output reserve."""
         return max(0, self.context_window - self.output_reserve())
 
-    def api_limit(self) -> int:
+    def provider_limit(self) -> int:
         """The largest prompt the provider accepts: the model's window."""
         return self.context_window
 
@@ -727,7 +753,7 @@ class ClaudeCodeProfile(Profile):
 
     def limit_parts(self) -> LimitParts:
         if not self.proactive():
-            return LimitParts(window=self.api_limit(), buffer=0, max_output=0)
+            return LimitParts(window=self.provider_limit(), buffer=0, max_output=0)
         window = self.compact_window()
         threshold = self.autocompact_threshold()
         reserve = self.output_reserve() if self.rule().base_excludes_output else 0
@@ -735,7 +761,7 @@ class ClaudeCodeProfile(Profile):
         return LimitParts(window=window, buffer=window - reserve - threshold, max_output=reserve)
 
     def threshold(self) -> int:
-        return self.autocompact_threshold() if self.proactive() else self.api_limit()
+        return self.autocompact_threshold() if self.proactive() else self.provider_limit()
 
     def strict_threshold(self) -> bool:
         return not self.proactive()  # the provider refuses "N tokens > window maximum"
@@ -754,7 +780,7 @@ class ClaudeCodeProfile(Profile):
             "mode": "threshold" if self.proactive() else "reactive (after a refusal)",
             "output_reserve": self.output_reserve(),
             "hard_limit": self.hard_limit(),
-            "api_limit": self.api_limit(),
+            "provider_limit": self.provider_limit(),
             "autocompact_window_used": self.compact_window(),
             "autocompact_buffer": self.autocompact_buffer(),
             "autocompact_base": self.autocompact_base(),
@@ -790,7 +816,6 @@ class CodexProfile(Profile):
     setting_aliases: ClassVar[Mapping[str, str]] = types.MappingProxyType(
         {"auto_compact_token_limit": "model_auto_compact_token_limit"}
     )
-    replay_basis: ClassVar[str] = "anchor"
 
     @model_validator(mode="before")
     @classmethod
@@ -811,6 +836,9 @@ class CodexProfile(Profile):
                 f"{configured} ({effective}); set one of them"
             )
         return {**data, "context_window": effective}
+
+    def measure_basis(self) -> str:
+        return "anchor"  # the latest total_tokens plus Codex's estimate of what came since
 
     def nominal_window(self) -> int:
         """The model's whole window, before effective_window_percent."""

@@ -10,16 +10,23 @@ replay removed that the recording did not (``offset``); there the overhead item 
 whole conversation the log does not show. Either way, a replay under the recording's own
 settings reproduces the recorded figures.
 
+Where the agent decides is the policy's: ``admit`` as each tool output enters, ``manage``
+before each request, and the optional hooks ``after_request`` (once a request is answered or
+refused), ``finish`` (when the agent's loop ends) and ``undetermined`` (a recorded decision the
+recording cannot determine: listed with its reason, not counted). See ``AfterRequest``,
+``LoopEnd`` and ``Undetermined``. A request is refused when the recording shows its refusal and
+the replayed request would still be refused, or when the profile gives the provider's limit
+(``Profile.provider_limit``) and the replayed request is over it.
+
 An agent that measures its context on its latest usage (``Profile.measure_basis`` "usage" or
-"usage+estimate": Claude Code) is replayed on that figure: the replayed figure of the latest
-answered request plus its output (plus, for "usage+estimate", the agent's estimate of what the
-replay added after the answer's first record). Such an agent decides before its request, so a
-recorded compaction is judged where the recording shows it, before what it put in: where the
-replayed agent compacts there too (or the user asked for it, ``/compact``), the recorded result
-is taken, as the best knowledge of what compacting did. A request whose replayed size is over
-the model's window is refused, and the next check sees that size. A recorded decision that the
-replayed policy says cannot be judged from the inputs (``undetermined``) is listed with its
-reason and not counted.
+"usage+estimate") is replayed on that figure: the replayed size of the latest answered request
+plus its output (plus, for "usage+estimate", the agent's estimate of what the replay added
+after the answer's first record). Such an agent decides before its request, so a recorded
+compaction is a check of its own, where the recording shows it (before what it put in): the
+agent hears how the latest request went, then decides on its figure; if it does not compact,
+it sent the request the compaction answered, which no file shows (refused when over the
+provider's limit). Where the replayed agent compacts there too, or the user asked for it, the
+recorded result is taken, as the best knowledge of what compacting did.
 """
 
 from __future__ import annotations
@@ -27,9 +34,9 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from operator import attrgetter
-from typing import Any
+from typing import Any, Protocol
 
 from inspector.core.model import (
     Compacted,
@@ -42,6 +49,7 @@ from inspector.core.model import (
     Part,
     PartType,
     Pruned,
+    RequestRejected,
     RequestSent,
     Role,
     ToolOutputAction,
@@ -52,6 +60,7 @@ from inspector.core.policies.base import (
     Action,
     ContextItem,
     ContextList,
+    ItemStatus,
     Policy,
     PolicyResult,
     Summarizer,
@@ -61,6 +70,10 @@ from inspector.core.session import MAIN_THREAD, MessageRow, Session, StepState
 from inspector.core.window import Zone
 
 OVERHEAD_ID = "__overhead__"
+MANUAL = "manual"  # a compaction the user asked for
+REACTIVE = "reactive"  # a compaction after the provider refused a request
+REPLAY_TRIGGERS = (MANUAL, REACTIVE)  # the triggers a replayed compaction is labelled with
+FAILED_HERE = "its summary failed in the recording: the context stays as it was"
 _ITEM_ID = attrgetter("message.id")
 
 _KIND_OF_ACTION = {
@@ -84,6 +97,10 @@ class Decision:
     # the figure the replayed agent compared with its limit, when its policy says (it can
     # differ from tokens_before: the context acted on, or the recorded one where replay took it)
     figure: int | None = None
+    # what made the agent act: a recorded compaction's own trigger; for the replay's,
+    # ``MANUAL`` (the user's command, made again), ``REACTIVE`` (the provider refused a
+    # request), else "" (the agent's own rule)
+    trigger: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -132,9 +149,8 @@ class ReplayResult:
     disagreements: list[dict[str, Any]]
     results: list[ActionRecord]  # every fired policy result
     items: list[ContextItem]  # the replayed context at the end
-    # recorded decisions the inputs cannot determine under these settings, with the reason;
-    # not counted in ``agreement``
-    undetermined: list[dict[str, Any]] = field(default_factory=list)
+    # recorded decisions the recording cannot determine, with why: not counted either way
+    undetermined: list[tuple[Decision, str]] = field(default_factory=list)
 
     @property
     def tokens_saved(self) -> int:
@@ -153,6 +169,52 @@ class ReplayResult:
 
 
 Estimate = Callable[[Message], int]
+
+
+@dataclass(frozen=True)
+class Situation:
+    """What the replay knew at a step's first check (where an agent that decides before its
+    request decided): what a policy's ``undetermined`` judges a recorded decision from."""
+
+    has_messages: bool  # the recording holds the messages (else only figures)
+    figure: int | None = None  # the replayed agent's own figure there
+    # the provider's refusal of the latest request, as the replayed agent knew it there
+    refused: RequestRejected | None = None
+
+
+class AfterRequest(Protocol):
+    """A policy's optional ``after_request``: what the agent does once a request is answered
+    (``figure``: the replayed figure of that request, as the agent measures it) or refused
+    as too long (``refused``: the provider's refusal, as replay judges it). Replay calls it
+    once per request, at the next check (before ``manage``, which then sees its result)."""
+
+    def __call__(
+        self,
+        items: Sequence[ContextItem],
+        profile: Profile,
+        estimate: Estimate,
+        summarizer: Summarizer,
+        *,
+        figure: int,
+        refused: RequestRejected | None = None,
+    ) -> list[PolicyResult]: ...
+
+
+class LoopEnd(Protocol):
+    """A policy's optional ``finish``: what the agent does when its loop ends (before the
+    user's next message, before the user's compaction, at the end of the recording)."""
+
+    def __call__(
+        self, items: Sequence[ContextItem], profile: Profile, estimate: Estimate
+    ) -> list[PolicyResult]: ...
+
+
+class Undetermined(Protocol):
+    """A policy's optional ``undetermined``: why a recorded decision cannot be determined from
+    the recording under these settings (listed with the reason, not counted in the
+    agreement), or None. Replay asks once per recorded decision, after the replay."""
+
+    def __call__(self, recorded: Decision, profile: Profile, seen: Situation) -> str | None: ...
 
 
 class _Context:
@@ -202,12 +264,18 @@ class _Context:
         if count is None:
             return None
         if self._recount:
-            self._exact_total = sum(count(i) for i in self.items)
+            self._exact_total = sum(count(i) for i in self.items if i.message.visible)
             self._recount = False
         else:
-            self._exact_total += sum(count(i) for i in self._uncounted)
+            self._exact_total += sum(count(i) for i in self._uncounted if i.message.visible)
         self._uncounted.clear()
         return self._exact_total
+
+    def swap(self, position: int, item: ContextItem) -> None:
+        """The item at ``position`` becomes ``item``."""
+        self.items[position] = item
+        self._uncounted.clear()
+        self._recount = True
 
     def reset_after(self, keep_through: str | None, keep_system: bool) -> None:
         cut = 0
@@ -312,7 +380,19 @@ def _replay(
     for d in recorded:
         recorded_by_step.setdefault(d.step, []).append(d)
     has_messages = session.message_count > 0
+    basis = profile.measure_basis()
     exact_of: dict[str, int] = {}
+    # the policy's optional hooks (see ``AfterRequest``, ``LoopEnd``, ``Undetermined``)
+    after_request: AfterRequest | None = getattr(policy, "after_request", None)
+    loop_end: LoopEnd | None = getattr(policy, "finish", None)
+    judge: Undetermined | None = getattr(policy, "undetermined", None)
+    provider_limit = profile.provider_limit()
+    refusals: dict[int, RequestRejected] = {}  # the recording's, by the refused request's step
+    unheard: ReplayStep | None = None  # the latest request, whose outcome the policy has not heard
+    situations: dict[int, Situation] = {}  # what the replay knew at each step's first check
+    loop_ran = False  # a request was sent since the agent's loop last ended
+    failed_at = 0  # the step in whose build-up the recording's compaction failed
+    last_overhead = 0
 
     def count_exact(item: ContextItem) -> int:
         assert exact is not None
@@ -333,12 +413,176 @@ def _replay(
     adopt_recorded = False  # the replay compacts where the recording did: take its result
     skip_ids: set[str] = set()  # what a recorded compaction the replay did not make put in
     # an agent measuring on its latest usage (see the module's docstring)
-    usage = _UsageMeasure(profile.measure_basis()) if has_messages else None
-    if usage is not None and not usage.active:
-        usage = None
-    undetermined: list[dict[str, Any]] = []
+    usage = _UsageMeasure(basis) if has_messages and basis in _USAGE_BASES else None
     skip_products = False  # a recorded compaction the replay did not make: what it put in
     checked: int | None = None  # the figure of a compaction decided in this build-up
+
+    # the summary the replay's latest compaction wrote: (its id, the step the compaction
+    # fired at, its decision); the recording's own summary of a compaction at the same point
+    # stands in for it when it comes
+    own_summary: tuple[str, int, Decision] | None = None
+
+    def summary_written(result: PolicyResult, decision: Decision, at: int) -> None:
+        nonlocal own_summary
+        if decision.kind == "compaction":
+            written = _written_summary(result)
+            own_summary = (written.id, at, decision) if written is not None else None
+
+    def act_between(
+        result: PolicyResult,
+        detail: str | None = None,
+        before: int | None = None,
+        trigger: str = "",
+    ) -> None:
+        """A policy result between two requests (the agent's loop ended, the user's command):
+        it takes effect in the next request's build-up."""
+        kind = _KIND_OF_ACTION.get(result.action, result.action.value)
+        if before is None:
+            before = result.details.get("decided_on", result.tokens_before)
+        decision = Decision(
+            step + 1,
+            kind,
+            before,
+            result.tokens_after,
+            detail or result.reason,
+            trigger=trigger,
+        )
+        pending.append(decision)
+        results.append(ActionRecord(step + 1, list(context.items), result))
+        if kind in _REDUCING:
+            context.replace(result.items)
+            summary_written(result, decision, step)
+
+    def adopt_summary(recorded: ContextItem) -> None:
+        """The recording's summary of the compaction the replay made at the same point takes
+        the place of the replay's own (whose text the summarizer wrote without knowing it)."""
+        nonlocal own_summary
+        if own_summary is None:
+            return
+        summary_id, at, decision = own_summary
+        own_summary = None
+        if step - at > 1:
+            return  # the replay's compaction was earlier: this summary is of another one
+        position = next((p for p, i in enumerate(context.items) if i.id == summary_id), None)
+        if position is None:
+            return
+        change = recorded.tokens - context.items[position].tokens
+        context.swap(position, recorded)
+        fixed = replace(
+            decision,
+            tokens_after=None if decision.tokens_after is None else decision.tokens_after + change,
+        )
+        for listed in (decisions, pending, *(s.decisions for s in steps[-2:])):
+            for k, d in enumerate(listed):
+                if d is decision:
+                    listed[k] = fixed
+        for state in steps[-2:]:
+            if state.step == decision.step:
+                state.tokens = max(0, state.tokens + change)
+
+    def end_loop() -> None:
+        nonlocal loop_ran
+        if loop_end is None or not loop_ran:
+            return
+        loop_ran = False
+        with context.with_overhead(last_overhead, has_messages) as items:
+            for result in loop_end(items, profile, estimate):
+                if result.fired:
+                    act_between(result)
+
+    def settle() -> tuple[ReplayStep | None, RequestRejected | None]:
+        """How the latest request went, once: the replayed request, and the provider's refusal
+        of it if it was refused (a recorded refusal that still stands, or a replayed request
+        over ``Profile.provider_limit``)."""
+        nonlocal unheard
+        answered, unheard = unheard, None
+        if answered is None:
+            return None, None
+        refused = _refusal_replayed(refusals.get(answered.step), answered, provider_limit)
+        if usage is not None:
+            usage.answered(refused is None)
+        return answered, refused
+
+    def hear(
+        items: Sequence[ContextItem], figure: int, refused: RequestRejected | None
+    ) -> list[PolicyResult]:
+        """What the agent does once a request is answered (``figure``: its figure) or refused
+        (``refused``): the policy's ``after_request``, its fired results."""
+        if after_request is None:
+            return []
+        heard = after_request(items, profile, estimate, summarizer, figure=figure, refused=refused)
+        return [r for r in heard if r.fired]
+
+    def check_at_compaction(
+        event: Compacted, answered: ReplayStep | None, refused: RequestRejected | None
+    ) -> None:
+        """The replayed agent's check where the recording compacted before a request (an agent
+        measuring on its usage; before what the compaction put in): the user's compaction is
+        made again; otherwise the policy hears how the latest request went, then decides on
+        the agent's own figure (``manage``); if it does not compact, it sent the request this
+        compaction answers, which no file shows: refused when over the provider's limit. Where
+        it compacts, the recorded result is taken."""
+        nonlocal checked, skip_products
+        assert usage is not None
+        at = step + 1
+        figure = usage.measure(context.total)
+        fired: list[PolicyResult] = []
+        reactive: set[int] = set()  # the results of a refusal
+        with context.with_overhead(figure - context.total, True) as items:
+            if event.trigger == MANUAL:
+                decision = Decision(
+                    at,
+                    "compaction",
+                    figure,
+                    event.tokens_after,
+                    f"{MANUAL}: the user's command (the recorded result taken)",
+                    trigger=MANUAL,
+                )
+                pending.append(decision)
+            else:
+                if answered is not None:
+                    fired = hear(items, answered.tokens, refused)
+                    reactive.update(id(r) for r in fired if refused is not None)
+                if not _compacts(fired):
+                    fired += [
+                        r
+                        for r in policy.manage(_after(items, fired), profile, estimate, summarizer)
+                        if r.fired
+                    ]
+                if not _compacts(fired) and refused is None:
+                    refused = _unrecorded_refusal(figure, provider_limit)
+                    if refused is not None:
+                        more = hear(_after(items, fired), figure, refused)
+                        reactive.update(map(id, more))
+                        fired += more
+            before = items[:] if fired else []
+        situations.setdefault(at, Situation(True, figure, refused))
+        adopted = event.trigger == MANUAL
+        for result in fired:
+            kind = _KIND_OF_ACTION.get(result.action, result.action.value)
+            results.append(ActionRecord(at, before, result))
+            compaction = kind == "compaction"
+            pending.append(
+                Decision(
+                    at,
+                    kind,
+                    result.details.get("decided_on", result.tokens_before),
+                    event.tokens_after if compaction else result.tokens_after,
+                    result.reason,
+                    bool(result.details.get("persistent", True)),
+                    result.tokens_before if compaction else _figure(result),
+                    REACTIVE if id(result) in reactive else "",
+                )
+            )
+            adopted = adopted or compaction
+            if not compaction and kind in _REDUCING and result.details.get("persistent", True):
+                context.replace(result.items)
+        if adopted:
+            context.keep_only(event.retained_ids, event.keep_system)
+            usage.compacted()
+            checked = figure
+        else:
+            skip_products = True
 
     for raw in _acted_on(session):
         if isinstance(raw, MessageRow):
@@ -354,8 +598,15 @@ def _replay(
                 continue  # the summary and context a compaction the replay did not make put in
             if skip_summary and rec.kind is MessageKind.SUMMARY:
                 skip_summary = False
-                continue  # the recording's own compaction summary: the replay writes its own
+                # the recording's own compaction summary: the replay writes its own, unless it
+                # compacted at the same point
+                if own_summary is not None:
+                    summary = session.body(rec.position)
+                    adopt_summary(ContextItem(summary, estimate(summary), rec.position))
+                continue
             message = session.body(rec.position)
+            if message.role is Role.USER and message.kind is MessageKind.MESSAGE:
+                end_loop()  # the user's next message: the agent's loop had ended
             if dropped_sizes and message.id in dropped_sizes:  # the body's id is the record's
                 message = _undropped(message, dropped_sizes.pop(message.id))
                 tokens = estimate(message)
@@ -388,7 +639,9 @@ def _replay(
         if isinstance(event, RequestSent):
             if event.thread != MAIN_THREAD:
                 continue
+            answered, heard_refusal = settle()
             step += 1
+            loop_ran = True
             state = recorded_steps[step - 1] if step - 1 < len(recorded_steps) else None
             recorded_here = recorded_by_step.get(step, [])
             recorded_reduction, recorded_persistent = _recorded_reduction(state, recorded_here)
@@ -402,25 +655,23 @@ def _replay(
             elif has_messages:
                 # the replayed messages, plus what the recording's figure holds beyond its own
                 # messages (system prompt, tool schemas) when that figure was reported
-                overhead = _unshown(state, profile.replay_basis)
+                overhead = _unshown(state, basis)
                 pre = context.total + overhead
             else:
                 pre = max(0, recorded_tokens + offset + recorded_reduction)
                 overhead = pre
+            last_overhead = overhead
             with context.with_overhead(overhead, has_messages) as items:
-                decided = checked is not None  # compacted before the request: no other check
-                reactive = (
-                    _after_refusal(policy, items, profile, estimate, summarizer, usage.refusal)
-                    if usage is not None and usage.refused and not decided
-                    else None
-                )  # a refused request that no recorded compaction answered
-                fired = (
-                    []
-                    if decided
-                    else [reactive]
-                    if reactive is not None
-                    else [r for r in policy.manage(items, profile, estimate, summarizer) if r.fired]
-                )
+                fired: list[PolicyResult] = []
+                reactive: set[int] = set()  # the results of a refusal
+                if checked is None:  # no compaction decided at a check in this build-up
+                    if answered is not None:
+                        fired = hear(items, answered.tokens, heard_refusal)
+                        reactive.update(id(r) for r in fired if heard_refusal is not None)
+                    work = _after(items, fired)
+                    managed = policy.manage(work, profile, estimate, summarizer)
+                    fired += [r for r in managed if r.fired]
+                situations.setdefault(step, Situation(has_messages, pre, heard_refusal))
                 # what the fired results acted on, copied once one of them is recorded
                 before: list[ContextItem] | None = None
                 replayed_reduction = 0
@@ -429,7 +680,7 @@ def _replay(
                 pending.clear()
                 if event.compaction and has_messages:
                     # the agent's own summarisation call: the recorded compaction answers it
-                    adopted = _answer_to_compaction_call(step, recorded_here, fired)
+                    adopted = _answer_to_compaction_call(step, recorded_here, fired, reactive)
                     if adopted is not None:
                         step_decisions.append(adopted)
                         fired = [r for r in fired if _KIND_OF_ACTION.get(r.action) != "compaction"]
@@ -445,7 +696,13 @@ def _replay(
                     # or both) is the best knowledge of what acting did
                     step_decisions += [
                         Decision(
-                            step, d.kind, d.tokens_before, d.tokens_after, d.detail, d.persistent
+                            step,
+                            d.kind,
+                            d.tokens_before,
+                            d.tokens_after,
+                            d.detail,
+                            d.persistent,
+                            trigger=d.trigger,
                         )
                         for d in recorded_here
                         if d.kind in _REDUCING
@@ -461,37 +718,45 @@ def _replay(
                     if adopt and kind in _REDUCING:
                         continue
                     persistent = bool(result.details.get("persistent", True))
+                    failed = kind == "compaction" and failed_at == step
                     step_decisions.append(
                         Decision(
                             step,
                             kind,
-                            result.tokens_before,
-                            result.tokens_after,
-                            result.reason,
+                            result.details.get("decided_on", result.tokens_before),
+                            None if failed else result.tokens_after,
+                            f"{result.reason} ({FAILED_HERE})" if failed else result.reason,
                             persistent,
                             _figure(result),
+                            REACTIVE if id(result) in reactive else "",
                         )
                     )
                     if before is None:
                         before = items[:]  # a plain list (a slice copies fast)
                     results.append(ActionRecord(step, before, result))
-                    if kind in _REDUCING:
+                    if kind in _REDUCING and not failed:
                         saved = max(0, result.tokens_saved)
                         replayed_reduction += saved
                         if persistent:
                             replayed_persistent += saved
                             context.replace(result.items)
+                            summary_written(result, step_decisions[-1], step)
             tokens = max(0, pre - replayed_reduction)
-            peak = pre
             if usage is not None:
                 # the request's size: the replayed messages plus what the recorded request
                 # held beyond the agent's estimate of its own (system prompt, tool schemas)
                 tokens = max(0, context.total + recorded_tokens - _estimated(state))
                 reduced = replayed_reduction > 0
                 peak = checked if checked is not None else pre if reduced else tokens
-                usage.requested(tokens, context.total, state, profile.context_window)
+                answer = state.usage if state is not None and not state.rejected else None
+                usage.requested(tokens, context.total, None if answer is None else answer.output)
                 checked = None
                 skip_products = False
+            else:
+                # an agent that decides on its last request's figure never sent the context it
+                # then acted on: its step's highest figure is the one it decided on
+                decided = [r.details["decided_on"] for r in fired if "decided_on" in r.details]
+                peak = max([tokens, *decided]) if decided else pre
             offset += recorded_persistent - replayed_persistent
             decisions.extend(step_decisions)
             steps.append(
@@ -502,7 +767,7 @@ def _replay(
                     exact=context.exact(),
                     recorded=(
                         state.estimated + overhead
-                        if state is not None and has_messages and profile.replay_basis == "anchor"
+                        if state is not None and has_messages and basis == "anchor"
                         else recorded_tokens
                     ),
                     origin=state.origin if state is not None else Origin.ESTIMATED,
@@ -514,22 +779,17 @@ def _replay(
                     recorded_decisions=list(recorded_here),
                 )
             )
-        elif isinstance(event, Compacted) and usage is not None:
-            if event.thread == MAIN_THREAD and not event.failed:
-                figure = usage.measure(context.total)
-                taken, why = _check_at_compaction(
-                    event, figure, step + 1, context, usage, profile, policy, estimate, summarizer
-                )
-                pending.extend(taken.decisions)
-                results.extend(taken.records)
-                if taken.adopted:
-                    checked = figure
-                else:
-                    skip_products = True
-                    if why is not None:
-                        undetermined.append({"step": step + 1, "kind": "compaction", "reason": why})
+            unheard = steps[-1]
         elif isinstance(event, Compacted):
-            if event.thread == MAIN_THREAD and not event.failed:
+            if event.thread != MAIN_THREAD:
+                pass
+            elif event.failed:
+                # the agent decided to compact here and its summary failed: a compaction the
+                # replay makes at this point fails alike (the summarizer is not the agent's)
+                failed_at = step + 1
+            elif usage is not None:
+                check_at_compaction(event, *settle())
+            else:
                 if adopt_recorded:
                     # the replay compacts here too: what the agent did is known, so it is taken
                     # (what it kept, and what it put in after)
@@ -538,7 +798,22 @@ def _replay(
                     skip_ids.update(event.added_ids)
                 else:
                     skip_summary = True
+                if event.trigger == MANUAL and has_messages and not adopt_recorded:
+                    # the user's command, not the agent's decision: the replay obeys it too
+                    end_loop()
+                    with context.with_overhead(last_overhead, has_messages) as items:
+                        forced = policy.compact(items, profile, estimate, summarizer, force=True)
+                        if forced.fired:
+                            act_between(
+                                forced,
+                                f"{MANUAL}: the user's command ({forced.reason})",
+                                steps[-1].tokens if steps else None,
+                                MANUAL,
+                            )
             adopt_recorded = False
+        elif isinstance(event, RequestRejected):
+            if event.thread == MAIN_THREAD:
+                refusals[step] = event
         elif isinstance(event, ContextReset):
             if event.thread == MAIN_THREAD:
                 context.reset_after(event.keep_through, event.keep_system)
@@ -559,9 +834,17 @@ def _replay(
                     pending.append(Decision(step + 1, "final_turn", projected, None, detail))
                 else:
                     offset += event.tokens  # it fitted: the output stays in the context
-    open_questions = {(u["step"], u["kind"]) for u in undetermined}
-    judged = [d for d in recorded if (d.step, d.kind) not in open_questions]
-    agreement, disagreements = compare(judged, decisions)
+    end_loop()  # the recording ends: the agent's last loop is over
+    decisions.extend(pending)
+    undetermined: list[tuple[Decision, str]] = []
+    if judge is not None:
+        for d in recorded:
+            why = judge(d, profile, situations.get(d.step) or Situation(has_messages))
+            if why:
+                undetermined.append((d, why))
+    unknown = {id(d) for d, _ in undetermined}
+    determinable = [d for d in recorded if id(d) not in unknown]
+    agreement, disagreements = compare(determinable, decisions)
     _other_setting(disagreements, decisions, profile)
     return ReplayResult(
         profile,
@@ -577,7 +860,13 @@ def _replay(
 
 
 # the events replay acts on, besides the messages
-_ACTED_ON: tuple[type[Event], ...] = (RequestSent, Compacted, ContextReset, ToolOutputChanged)
+_ACTED_ON: tuple[type[Event], ...] = (
+    RequestSent,
+    RequestRejected,
+    Compacted,
+    ContextReset,
+    ToolOutputChanged,
+)
 
 
 def _acted_on(session: Session) -> Iterator[MessageRow | Event]:
@@ -597,16 +886,63 @@ def _acted_on(session: Session) -> Iterator[MessageRow | Event]:
 
 def _unshown(state: StepState | None, basis: str = "request") -> int:
     """What a reported figure holds beyond the agent's estimate of the recorded messages: the
-    request's own figure (``basis`` "request"), or the latest figure reported before the
-    request, as of when it was reported (``basis`` "anchor": the agent's estimate of what came
-    since is then the replayed messages'; the difference may be negative)."""
+    request's own figure (``basis`` "request"; at a step without a figure of its own, what the
+    figure it is anchored on held: the system prompt and tool schemas are still there), or the
+    latest figure reported before the request, as of when it was reported (``basis`` "anchor":
+    the agent's estimate of what came since is then the replayed messages'; the difference may
+    be negative)."""
     if state is None:
         return 0
     if basis == "anchor":
         return 0 if state.anchor is None else state.anchor - state.anchor_estimated
-    if state.reported is None:
-        return 0
-    return max(0, state.reported - state.estimated)
+    if state.reported is not None:
+        return max(0, state.reported - state.estimated)
+    if state.anchor is not None:
+        return max(0, state.anchor - state.anchor_estimated)
+    return 0
+
+
+def _refusal_replayed(
+    recorded: RequestRejected | None, answered: ReplayStep, limit: int | None
+) -> RequestRejected | None:
+    """The provider's refusal of a replayed request, if it is refused: a recorded refusal
+    stands while the replayed request would be refused too (over the provider's limit by the
+    provider's own count moved by what the replay changed, or, no limit given, no smaller
+    than the recorded request); a request the recording shows answered is refused when the
+    profile gives the provider's limit (``limit``) and the replayed request is over it."""
+    change = answered.tokens - answered.recorded
+    if recorded is not None:
+        if recorded.limit is not None and recorded.tokens is not None:
+            return recorded if recorded.tokens + change > recorded.limit else None
+        return recorded if change >= 0 else None
+    return _over_the_limit(answered.tokens, limit, "the replayed request")
+
+
+def _unrecorded_refusal(figure: int, limit: int | None) -> RequestRejected | None:
+    """The refusal of a request no file shows (the one a recorded compaction answered), by
+    its size: the agent's own figure for it (``figure``) over the provider's limit."""
+    return _over_the_limit(figure, limit, "a request no file shows")
+
+
+def _over_the_limit(tokens: int, limit: int | None, what: str) -> RequestRejected | None:
+    if limit is None or tokens <= limit:
+        return None
+    return RequestRejected(
+        reason=f"{what}: {tokens:,} tokens > {limit:,} maximum", tokens=tokens, limit=limit
+    )
+
+
+def _compacts(results: Sequence[PolicyResult]) -> bool:
+    return any(_KIND_OF_ACTION.get(r.action) == "compaction" for r in results)
+
+
+def _after(items: Sequence[ContextItem], fired: Sequence[PolicyResult]) -> Sequence[ContextItem]:
+    """The context once ``fired`` took effect: the latest lasting reduction's result."""
+    for result in reversed(fired):
+        kind = _KIND_OF_ACTION.get(result.action)
+        if kind in _REDUCING and result.details.get("persistent", True):
+            return result.items
+    return items
 
 
 def _estimated(state: StepState | None) -> int:
@@ -621,24 +957,24 @@ def _request_figure(state: StepState | None, fallback: int) -> int:
     return state.peak if state.rejected else state.tokens
 
 
+_USAGE_BASES = ("usage", "usage+estimate")
+
+
 class _UsageMeasure:
     """The figure an agent that measures on its latest usage compares before a request
     (``Profile.measure_basis``): the replayed size of the latest answered request plus its
     output, plus ("usage+estimate") the agent's estimate of what the replay added after the
-    answer's first record; with no answered request yet, its estimate of everything. After a
-    refused request, the refused size."""
+    answer's first record; with no answered request yet, its estimate of everything. A
+    refused request changes nothing: the agent still measures on the latest answer."""
 
     def __init__(self, basis: str) -> None:
-        self.active = basis in ("usage", "usage+estimate")
         self.counts_since = basis == "usage+estimate"
         self.anchor: int | None = None
         self.base = 0  # the replayed context's estimate that the anchor covers
-        self.awaiting = False  # the answer's first record is still to come
-        self.refusal: int | None = None  # a refused request's size, since the latest answer
-
-    @property
-    def refused(self) -> bool:
-        return self.refusal is not None
+        # the latest request until its outcome is known: its size plus its answer's output,
+        # and the context's estimate when it was sent (and at its answer's first record)
+        self._sent: tuple[int, int] | None = None
+        self._first: int | None = None
 
     def measure(self, total: int) -> int:
         """The agent's own figure for the context now (its estimate of the replayed ``total``
@@ -650,110 +986,26 @@ class _UsageMeasure:
         return self.anchor
 
     def appended(self, message: Message, total: int) -> None:
-        if self.awaiting and message.role is Role.ASSISTANT:
-            self.base = total  # the answer's first record is covered by its usage
-            self.awaiting = False
+        if self._sent is not None and self._first is None and message.role is Role.ASSISTANT:
+            self._first = total  # the answer's first record is covered by its usage
 
-    def requested(self, tokens: int, total: int, state: StepState | None, window: int) -> None:
-        """A request of ``tokens`` was sent with a context estimated at ``total``."""
-        if tokens > window:
-            self.refusal = tokens  # more than the model takes: the provider refuses it
-        elif state is not None and state.usage is not None and not state.rejected:
-            self.anchor = tokens + state.usage.output
-            self.base = total
-            self.awaiting = True
-            self.refusal = None
-        elif state is not None and state.rejected:
-            self.refusal = window + 1  # refused, with no size given: over the window
+    def requested(self, tokens: int, total: int, output: int | None) -> None:
+        """A request of ``tokens`` was sent with a context estimated at ``total``; its answer's
+        output, when the recording shows it answered."""
+        self._sent = (tokens + output, total) if output is not None else None
+        self._first = None
+
+    def answered(self, answered: bool) -> None:
+        """The outcome of the latest request: answered (its usage is the anchor), or not."""
+        sent, first = self._sent, self._first
+        self._sent = self._first = None
+        if answered and sent is not None:
+            self.anchor = sent[0]
+            self.base = first if first is not None else sent[1]
 
     def compacted(self) -> None:
         """The context was compacted: no earlier usage describes it."""
         self.anchor = None
-        self.refusal = None
-
-
-@dataclass
-class _Taken:
-    decisions: list[Decision] = field(default_factory=list)
-    records: list[ActionRecord] = field(default_factory=list)
-    adopted: bool = False
-
-
-def _check_at_compaction(
-    event: Compacted,
-    figure: int,
-    step: int,
-    context: _Context,
-    usage: _UsageMeasure,
-    profile: Profile,
-    policy: Policy,
-    estimate: Estimate,
-    summarizer: Summarizer,
-) -> tuple[_Taken, str | None]:
-    """The replayed agent's check where the recording compacted (before what the compaction
-    put in): the user's ``/compact`` is made again; otherwise the policy decides on the
-    agent's figure (``figure``), at its threshold or after a refusal. Where it compacts, the
-    recorded result is taken. Returns what was decided and, when nothing was, why the inputs
-    cannot tell (or None)."""
-    taken = _Taken()
-    if event.trigger == "manual":
-        taken.decisions.append(Decision(step, "compaction", figure, event.tokens_after, "manual"))
-        taken.adopted = True
-    else:
-        with context.with_overhead(figure - context.total, True) as items:
-            fired = [r for r in policy.manage(items, profile, estimate, summarizer) if r.fired]
-            if not any(_KIND_OF_ACTION.get(r.action) == "compaction" for r in fired):
-                reactive = _after_refusal(
-                    policy, items, profile, estimate, summarizer, usage.refusal
-                )
-                fired += [reactive] if reactive is not None else []
-            before = items[:] if fired else []
-        for result in fired:
-            kind = _KIND_OF_ACTION.get(result.action, result.action.value)
-            taken.records.append(ActionRecord(step, before, result))
-            if kind == "compaction":
-                trigger = str(result.details.get("trigger", event.trigger))
-                taken.decisions.append(
-                    Decision(
-                        step,
-                        kind,
-                        result.tokens_before,
-                        event.tokens_after,
-                        trigger,
-                        figure=result.tokens_before,
-                    )
-                )
-                taken.adopted = True
-            else:
-                taken.decisions.append(
-                    Decision(step, kind, result.tokens_before, result.tokens_after, result.reason)
-                )
-                if kind in _REDUCING and result.details.get("persistent", True):
-                    context.replace(result.items)
-    if taken.adopted:
-        context.keep_only(event.retained_ids, event.keep_system)
-        usage.compacted()
-        return taken, None
-    ask = getattr(policy, "undetermined", None)
-    why = ask(event.trigger, figure, usage.refused, profile) if ask is not None else None
-    return taken, why if isinstance(why, str) else None
-
-
-def _after_refusal(
-    policy: Policy,
-    items: Sequence[ContextItem],
-    profile: Profile,
-    estimate: Estimate,
-    summarizer: Summarizer,
-    refused: int | None,
-) -> PolicyResult | None:
-    """The policy's compaction after the provider refused a request (``refused``: its size,
-    None when no refusal is known), when it has one (``after_refusal``) and it fires."""
-    react = getattr(policy, "after_refusal", None)
-    if react is None:
-        return None
-    result = react(items, profile, estimate, summarizer, refused)
-    return result if isinstance(result, PolicyResult) and result.fired else None
 
 
 _OVERHEAD_TEXT = {
@@ -784,16 +1036,16 @@ def with_overhead(items: list[ContextItem], overhead: int, has_messages: bool) -
 
 
 def _answer_to_compaction_call(
-    step: int, recorded_here: list[Decision], fired: list[PolicyResult]
+    step: int, recorded_here: list[Decision], fired: list[PolicyResult], reactive: set[int]
 ) -> Decision | None:
     """At the agent's own summarisation call, the recorded compaction that answers it, as the
-    replay's decision: always when the user asked for it (``/compact``: the user's decision,
+    replay's decision: always when the user asked for it (the user's decision,
     made again whatever the settings), else when the replayed policy compacts here too. Its
     figures are the recorded ones: the recording shows what compacting did."""
     recorded = next((d for d in recorded_here if d.kind == "compaction"), None)
     if recorded is None:
         return None
-    by_user = recorded.detail == "manual"
+    by_user = recorded.detail == MANUAL
     acted = next((r for r in fired if _KIND_OF_ACTION.get(r.action) == "compaction"), None)
     if not by_user and acted is None:
         return None
@@ -804,12 +1056,22 @@ def _answer_to_compaction_call(
         recorded.tokens_after,
         recorded.detail,
         figure=None if by_user or acted is None else _figure(acted),
+        trigger=MANUAL if by_user else REACTIVE if id(acted) in reactive else "",
     )
 
 
 def _figure(result: PolicyResult) -> int | None:
     value = result.details.get("figure")
     return value if isinstance(value, int) else None
+
+
+def _written_summary(result: PolicyResult) -> ContextItem | None:
+    """The summary a compaction wrote (the last one it added)."""
+    added = {c.id for c in result.changes if c.status is ItemStatus.ADDED}
+    for item in reversed(result.items):
+        if item.id in added and item.message.kind is MessageKind.SUMMARY:
+            return item
+    return None
 
 
 def _admitted_item(result: PolicyResult, original: ContextItem) -> ContextItem:
@@ -851,14 +1113,19 @@ def recorded_decisions(session: Session) -> list[Decision]:
     out: list[Decision] = []
     for index, event in session.events_of(Compacted, Pruned, FinalTurnForced, ToolOutputChanged):
         if isinstance(event, Compacted):
-            if event.thread == MAIN_THREAD and not event.failed:
+            if event.thread == MAIN_THREAD:
+                # a failed attempt is a decision too: the agent decided, its summary failed
+                detail = (
+                    f"{event.trigger} (failed: {event.error})" if event.failed else event.trigger
+                )
                 out.append(
                     Decision(
                         session.step_at(index),
                         "compaction",
                         event.tokens_before,
-                        event.tokens_after,
-                        event.trigger,
+                        None if event.failed else event.tokens_after,
+                        detail,
+                        trigger=event.trigger,
                     )
                 )
         elif isinstance(event, Pruned):

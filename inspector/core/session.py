@@ -90,6 +90,7 @@ _PLAIN: frozenset[type] = frozenset(
     }
 )
 _INERT: frozenset[type] = frozenset({LogLine, ParseIssue, SessionInfo, Marker, DebugTopic})
+_QUIET_GAP = 64  # at most this many inert events between a request and its answer
 
 
 class Flag(IntFlag):
@@ -1254,10 +1255,17 @@ class Session:
 
     def _answer_belongs_to_request(self, index: int) -> None:
         """An answer to the latest request (its usage, its refusal) at the head of the next
-        build-up belongs to the request's own step."""
-        if self._open.first_event == index:
+        build-up belongs to the request's own step (log lines of other processes in between
+        go with it)."""
+        first = self._open.first_event
+        if first == index or (index - first <= _QUIET_GAP and self._quiet(first, index)):
             self._open.first_event = index + 1
             self.steps.last_event[len(self.steps) - 1] = index
+
+    def _quiet(self, start: int, stop: int) -> bool:
+        """Whether the events in [start, stop) change nothing (log lines, debug topics)."""
+        events, kind_of = self._events, self._store.kind_of
+        return all(events[i] < 0 and kind_of(-1 - events[i]) in _INERT for i in range(start, stop))
 
     def _set_anchor(self, tokens: int, step: int, estimated: int, exact: int | None) -> None:
         run = self._run

@@ -12,6 +12,7 @@ from typing import Any
 from inspector.core.model import (
     Compacted,
     FinalTurnForced,
+    GuardEvaluated,
     Origin,
     ParseIssue,
     Pruned,
@@ -20,7 +21,7 @@ from inspector.core.model import (
     ToolOutputChanged,
 )
 from inspector.core.profiles import Profile
-from inspector.core.replay import ReplayResult
+from inspector.core.replay import REPLAY_TRIGGERS, ReplayResult
 from inspector.core.session import Flag, Session, StepState, kind_name, role_name
 from inspector.core.window import Zone
 
@@ -36,6 +37,36 @@ class RunFacts:
     tokenizer: str
 
 
+def recorded_window(session: Session) -> int | None:
+    """The window the input itself records: the agent's own (session information, or its
+    guard's first target)."""
+    value = session.info.get("context_window")
+    if isinstance(value, int) and value > 0:
+        return value
+    for _, event in session.events_of(GuardEvaluated):
+        if isinstance(event, GuardEvaluated) and event.targets:
+            return event.targets[0].context_window
+    return None
+
+
+def window_source(session: Session, profile: Profile) -> str:
+    """Where the window in use comes from: ``recorded``, ``set`` or ``default``."""
+    if recorded_window(session) == profile.context_window:
+        return "recorded"
+    return "set" if "context_window" in profile.model_fields_set else "default"
+
+
+def assumed_settings(profile: Profile) -> dict[str, object]:
+    """The settings no file of the agent records (``Profile.unrecorded_settings``) that the
+    user did not set: the profile's defaults stand in for them (an unset default, None, is
+    not listed)."""
+    return {
+        name: value
+        for name in profile.unrecorded_settings
+        if name not in profile.model_fields_set and (value := getattr(profile, name)) is not None
+    }
+
+
 def summarize(session: Session, profile: Profile, facts: RunFacts) -> dict[str, Any]:
     steps = session.all_steps()
     window = _window(session, profile)
@@ -47,6 +78,7 @@ def summarize(session: Session, profile: Profile, facts: RunFacts) -> dict[str, 
         "tokenizer": facts.tokenizer,
         "context_window": window,
         "context_window_source": _window_source(session, profile, window),
+        "assumed_settings": assumed_settings(profile),
         "threshold_tokens": profile.threshold(),
         "effective_limit": profile.limit_parts().effective,
         "model": session.info.get("model"),
@@ -90,11 +122,13 @@ def _context_note(session: Session) -> str:
 
 def _window_source(session: Session, profile: Profile, window: int) -> str:
     """Where the window shown comes from: the file (the reader says which record), else the
-    profile (its default or a setting)."""
+    profile: a setting of the user's, or its default, which is an assumption."""
     if session.info.get("context_window") == window:
         source = session.info.get("context_window_source")
         return source if isinstance(source, str) and source else "reported in the file"
-    return f"profile {profile.name}"
+    if window_source(session, profile) == "default":
+        return f"profile {profile.name} default, assumed: the input does not record the window"
+    return f"profile {profile.name}, set by the user"
 
 
 def _peak(steps: list[StepState]) -> tuple[int | None, int, str]:
@@ -232,7 +266,12 @@ def _compactions(session: Session, steps: list[StepState]) -> list[dict[str, Any
         after = event.tokens_after
         if after is None and not event.failed:
             state = by_step.get(step)
-            if state is not None and state.request_event is not None:
+            # a figure anchored across the compaction is no measure of what it left
+            if (
+                state is not None
+                and state.request_event is not None
+                and state.origin is not Origin.ANCHORED
+            ):
                 after = state.tokens
         out.append(
             {
@@ -348,6 +387,8 @@ def summarize_replay(session: Session, result: ReplayResult, facts: RunFacts) ->
         "profile": profile.name,
         "tokenizer": facts.tokenizer,
         "context_window": profile.context_window,
+        "context_window_source": _window_source(session, profile, profile.context_window),
+        "assumed_settings": assumed_settings(profile),
         "threshold_tokens": profile.threshold(),
         "effective_limit": profile.limit_parts().effective,
         "model": session.info.get("model"),
@@ -364,15 +405,20 @@ def summarize_replay(session: Session, result: ReplayResult, facts: RunFacts) ->
         "compactions": [
             {
                 "step": d.step,
-                "trigger": d.detail if d.detail in _TRIGGERS else "replay",
+                "trigger": d.trigger if d.trigger in REPLAY_TRIGGERS else "replay",
                 "before_tokens": d.tokens_before,
                 "after_tokens": d.tokens_after,
+                "detail": d.detail,
             }
             for d in result.decisions
             if d.kind == "compaction"
         ],
         "prunes": [
-            {"step": d.step, "tokens_recovered": _saved(d.tokens_before, d.tokens_after)}
+            {
+                "step": d.step,
+                "tokens_recovered": _saved(d.tokens_before, d.tokens_after),
+                "detail": d.detail,
+            }
             for d in result.decisions
             if d.kind == "prune"
         ],
@@ -391,9 +437,8 @@ def summarize_replay(session: Session, result: ReplayResult, facts: RunFacts) ->
         "tokens_saved": result.tokens_saved,
         "agreement": round(result.agreement, 4),
         "disagreements": result.disagreements,
+        "undetermined": [{**d.as_dict(), "reason": why} for d, why in result.undetermined],
         "recorded_decisions": [d.as_dict() for d in result.recorded],
-        "undetermined": result.undetermined,
-        "assumed_settings": _assumed(profile),
         "curve": [
             {
                 "step": s.step,
@@ -405,22 +450,6 @@ def summarize_replay(session: Session, result: ReplayResult, facts: RunFacts) ->
             for s in result.steps
         ],
     }
-
-
-_TRIGGERS = frozenset({"manual", "reactive"})  # the user's, after a refusal; else "replay"
-
-
-def _assumed(profile: Profile) -> list[dict[str, Any]]:
-    """The settings that no file of this agent records, with the values replay used and
-    whether they were given (else they are the profile's defaults)."""
-    return [
-        {
-            "setting": name,
-            "value": getattr(profile, name),
-            "source": "given" if name in profile.model_fields_set else "default",
-        }
-        for name in profile.unrecorded_settings
-    ]
 
 
 def _saved(before: int | None, after: int | None) -> int | None:

@@ -1896,7 +1896,7 @@ def _call_of_result(line: bytes, agent_id: str) -> str | None:
 # --merge: one run's files as one session
 
 
-def merge_streams(streams: list[tuple[str, list[Event]]]) -> list[Event]:
+def order_streams(streams: list[tuple[str, list[Event]]]) -> list[Event]:
     """One session of one run's Claude Code files: its session transcript, its sub-agent
     files, and its stream-json stdout (one per invocation). They repeat each other record for
     record (the same uuids, the same response ids), so each record is taken once, from the
@@ -2171,6 +2171,6 @@ SPEC = register(
         default_profile="claude-code",
         expand=expand,
         folder=True,
-        merge=merge_streams,
+        order_streams=order_streams,
     )
 )

@@ -1,13 +1,13 @@
 """OpenCode: its log files, its SQLite database (v1.2+) and its older JSON storage folder.
 
-``opencode-log`` reads ``~/.local/share/opencode/log/*.log``: ``LEVEL`` padded to 6, the time in
-ISO seconds (UTC, no ``Z``), ``+Nms`` since the previous record, ``key=value`` tags (service
-first) and the message. The prune of ``session.compaction`` is three records: ``pruning``,
-``pruned=P total=T found`` and, only when P is above PRUNE_MINIMUM, ``count=N pruned``; one
-``Pruned`` event is made per attempt (``applied=False`` when no ``pruned`` record followed its
-``found`` before the next attempt or the end of the input). Other records become ``LogLine``
-events tagged with their service. Lines of the newer Effect-based logger are read loosely (a
-``level=`` logfmt record, or a line with a level word and a time) as ``LogLine`` events.
+``opencode-log`` reads ``~/.local/share/opencode/log/*.log`` in both of OpenCode's layouts: the
+classic ``LEVEL  time +Nms service=... message`` records, and 1.18's logfmt records
+(``timestamp=... level=... run=... message=...``, no ``service=`` tag, several processes in one
+file). Model requests (``stream``, the title request excepted) become ``RequestSent``; a prune is
+``pruning``, ``found`` (``pruned=P total=T``) and, when P is above the minimum, ``pruned
+count=N``: one ``Pruned`` per attempt, applied when P is above OpenCode's minimum (20,000); a
+provider's refusal of a prompt as too long becomes ``RequestRejected``; every other record is a
+``LogLine``.
 
 ``opencode-db`` reads ``opencode.db`` whole and read-only (``open_sqlite_readonly``): tables
 ``session``, ``message`` and ``part`` (``data`` holds each message's and part's JSON). The legacy
@@ -18,17 +18,28 @@ in files. Both give one ``SnapshotSession`` per OpenCode session and share ``con
 - user messages: text parts (``ignored`` ones are not sent), file parts (text/plain and
   directories are not sent: their text is already in synthetic text parts), a ``compaction`` part
   (rendered to the model as "What did we do so far?"; the message is kind META), a ``subtask``
-  part (rendered as "The following tool was executed by the user");
+  part (rendered as "The following tool was executed by the user"); a message OpenCode wrote
+  inside its loop (every text synthetic, as "Continue if you have next steps, ...", or the copy
+  of the last user message after an overflow compaction) is kind ATTACHMENT;
 - assistant messages are split into steps at ``step-start`` / ``step-finish`` parts; each step is
   one model request: ``RequestSent``, ``UsageReported`` from the step-finish ``tokens`` (the
   message's own ``tokens`` when no step has them), one assistant message with the step's reasoning,
-  text and tool calls, then one TOOL_RESULT message per tool part (completed output, error text,
-  or "[Tool execution was interrupted]" for pending/running parts);
-- a tool part with ``state.time.compacted`` (pruned): a ``Pruned`` event per compaction time,
-  placed after its results and before the first message created after that time;
-- an assistant message with ``summary: true``: ``Compacted`` (trigger auto/manual from the
-  compaction part of its parent user message; that user message, and the verbatim tail from
-  ``tail_start_id`` in newer versions, stay in context), then the summary as kind SUMMARY;
+  text and tool calls, the request's usage with OpenCode's own count of it as its context figure
+  (``tokens.total``, else input + output + cache read + cache write: what it compares with its
+  usable window; given after the answer it counts), then one TOOL_RESULT message per tool part
+  (completed output, error text, or "[Tool execution was interrupted]" for pending/running
+  parts);
+- a request with no usage that an overflow compaction follows, or whose error is a context-length
+  error, was refused by the provider: ``RequestRejected`` on its step;
+- tool parts with ``state.time.compacted`` (pruned): one ``Pruned`` per prune (the parts marked
+  between two messages), its tokens OpenCode's estimate of each output summed, placed after their
+  results and before the first message created after;
+- a compaction (the user message with a ``compaction`` part, and the assistant ``summary`` that
+  answers it): ``Compacted`` before the request message (trigger auto, overflow or manual; the
+  request message and the verbatim tail from ``tail_start_id`` stay in context), its before the
+  last ordinary request's count and its after the prompt of the first ordinary request after it;
+  a failed summary makes it a failed attempt. The summary's usage is that of the summarisation
+  request, not of the conversation: it is kept apart (thread ``compaction``);
 - an assistant message with an error is not sent to the model again (``visible=False``), unless
   it was aborted after producing output, as ``MessageV2.toModelMessages`` decides.
 
@@ -44,12 +55,14 @@ import sqlite3
 import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import orjson
 
+from inspector.core.estimate import estimate_text
 from inspector.core.model import (
     Compacted,
     Event,
@@ -61,6 +74,7 @@ from inspector.core.model import (
     Part,
     PartType,
     Pruned,
+    RequestRejected,
     RequestSent,
     Role,
     SessionInfo,
@@ -80,6 +94,7 @@ from inspector.formats.chat_common import (
 from inspector.formats.registry import FormatSpec, Head, SnapshotSession, register
 
 PRUNE_SERVICE = "session.compaction"
+OPENCODE_PRUNE_MINIMUM = 20_000  # PRUNE_MINIMUM: a prune above it is applied
 COMPACTION_PROMPT = "What did we do so far?"  # what a compaction part becomes for the model
 SUBTASK_PROMPT = "The following tool was executed by the user"
 INTERRUPTED = "[Tool execution was interrupted]"
@@ -345,6 +360,102 @@ def _file_part(part: dict[str, Any]) -> Part | None:
     return Part(type=kind, text=name, media_type=mime or media, data_bytes=size)
 
 
+@dataclass
+class _CompactionPlan:
+    """What the messages say about one compaction, read before its request is converted."""
+
+    trigger: str  # auto, overflow or manual
+    summary: OcMessage | None  # the compaction agent's answer, when one was written
+    tokens_before: int | None  # OpenCode's count at the last ordinary request before it
+    tokens_after: int | None  # the prompt of the first ordinary request after it
+
+
+def opencode_count(usage: Usage) -> int:
+    """What ``SessionCompaction.isOverflow`` compares with the usable window: ``tokens.total``,
+    else input + output + cache read + cache write."""
+    if usage.total:
+        return usage.total
+    return usage.input + usage.output + usage.cache_read + usage.cache_write
+
+
+def count_label(usage: Usage) -> str:
+    return "tokens.total" if usage.total else "input+output+cache (OpenCode's count)"
+
+
+_REJECTED = re.compile(
+    r"context[_ ]length[_ ]exceeded|maximum context length|context window|prompt is too long"
+    r"|too many tokens|exceeds the context|ContextOverflow",
+    re.IGNORECASE,
+)
+_REJECTED_LIMIT = re.compile(r"maximum context length is (\d+)", re.IGNORECASE)
+_REJECTED_TOKENS = re.compile(
+    r"resulted in (\d+) tokens|prompt is too long: (\d+) tokens|(\d+) tokens > \d+", re.IGNORECASE
+)
+
+
+def rejection(error: Any, *, code: str | None = None) -> RequestRejected | None:
+    """The provider's refusal of a prompt as too long, from an error OpenCode recorded (its
+    name, message and response body); None when the error is of another kind."""
+    if not isinstance(error, dict):
+        return None
+    data = error.get("data")
+    data = data if isinstance(data, dict) else {}
+    name = as_str(error.get("name")) or ""
+    texts = [t for t in (data.get("message"), data.get("responseBody")) if isinstance(t, str)]
+    text = " ".join(texts)
+    if name != "ContextOverflowError" and not _REJECTED.search(text):
+        return None
+    found = _REJECTED_TOKENS.search(text)
+    tokens = next((int(g) for g in found.groups() if g), None) if found else None
+    limit = _REJECTED_LIMIT.search(text)
+    if "context_length_exceeded" in text:
+        code = "context_length_exceeded"
+    reason = texts[0] if texts else name
+    return RequestRejected(
+        reason=reason[:500],
+        code=code,
+        tokens=tokens,
+        limit=int(limit.group(1)) if limit else None,
+    )
+
+
+def _compaction_part(message: OcMessage) -> dict[str, Any] | None:
+    if message.info.get("role") != "user":
+        return None
+    return next((p for p in message.parts if p.get("type") == "compaction"), None)
+
+
+def _trigger(part: dict[str, Any]) -> str:
+    if part.get("overflow") is True:
+        return "overflow"
+    return "manual" if part.get("auto") is False else "auto"
+
+
+def _step_usages(message: OcMessage) -> list[Usage]:
+    """The usage of each model request of an assistant message, in order."""
+    steps = _split_steps(message.parts)
+    usages = [opencode_usage(s.finish.get("tokens")) for s in steps if s.finish is not None]
+    found = [u for u in usages if u is not None]
+    if found:
+        return found
+    fallback = opencode_usage(message.info.get("tokens"))
+    return [fallback] if fallback is not None else []
+
+
+def _ordinary(message: OcMessage) -> bool:
+    return message.info.get("role") == "assistant" and message.info.get("summary") is not True
+
+
+def _synthetic_only(message: OcMessage) -> bool:
+    """A user message whose every part is text the agent wrote (``synthetic``)."""
+    texts = [p for p in message.parts if p.get("type") == "text" and not p.get("ignored")]
+    return (
+        bool(texts)
+        and all(p.get("synthetic") is True for p in texts)
+        and not any(p.get("type") in ("file", "compaction", "subtask") for p in message.parts)
+    )
+
+
 class _Converter:
     """Turns one session's messages, in order, into events."""
 
@@ -352,11 +463,16 @@ class _Converter:
         self.path = path
         self.events: list[Event] = []
         self.emitted: list[tuple[str, str]] = []  # (source message id, emitted message id)
-        self.compaction_parts: dict[str, dict[str, Any]] = {}  # user message id -> part
-        self.prunes: dict[int, list[str]] = {}  # compacted time -> tool result ids
+        self.plans: dict[str, _CompactionPlan] = {}  # compaction request id -> plan
+        self.summaries: set[str] = set()  # summary message ids whose compaction is emitted
+        self.injected: set[str] = set()  # user messages the agent wrote within its loop
+        self.rejected: dict[str, RequestRejected] = {}  # assistant id -> refusal
+        self.prunes: dict[int, list[tuple[str, int]]] = {}  # compacted time -> (result, tokens)
 
     def run(self, messages: Iterable[OcMessage]) -> list[Event]:
-        for message in messages:
+        ordered = list(messages)
+        self._plan(ordered)
+        for message in ordered:
             info = message.info
             created = _time(info.get("time"))
             if created is not None:
@@ -377,6 +493,88 @@ class _Converter:
         self._flush_prunes(None)
         return self.events
 
+    # -- reading ahead -----------------------------------------------------------------------
+
+    def _plan(self, messages: list[OcMessage]) -> None:
+        """Compactions (with their summaries and the figures around them), the user messages
+        OpenCode writes inside its loop, and the requests the provider refused."""
+        last_count: int | None = None  # OpenCode's count at the latest ordinary request
+        for index, message in enumerate(messages):
+            info = message.info
+            if _ordinary(message):
+                usages = _step_usages(message)
+                if usages:
+                    last_count = opencode_count(usages[-1])
+                continue
+            part = _compaction_part(message)
+            if part is not None:
+                self._plan_compaction(messages, index, part, last_count)
+            elif info.get("role") == "user" and _synthetic_only(message):
+                self.injected.add(str(info.get("id")))
+
+    def _plan_compaction(
+        self, messages: list[OcMessage], index: int, part: dict[str, Any], before: int | None
+    ) -> None:
+        request = str(messages[index].info.get("id"))
+        trigger = _trigger(part)
+        summary: OcMessage | None = None
+        after: int | None = None
+        later = messages[index + 1 :]
+        for position, message in enumerate(later):
+            info = message.info
+            if (
+                summary is None
+                and info.get("role") == "assistant"
+                and info.get("summary") is True
+                and info.get("parentID") in (None, request)
+            ):
+                summary = message
+                if trigger == "overflow":
+                    self._inject_after(later[position + 1 :])
+                continue
+            if _compaction_part(message) is not None:
+                break  # another compaction before any ordinary request
+            if summary is not None and _ordinary(message):
+                usages = _step_usages(message)
+                if usages:
+                    after = usages[0].prompt_tokens
+                    break
+        if trigger == "overflow":
+            refused = self._refused_before(messages, index)
+            if refused is not None and refused.tokens is not None:
+                before = refused.tokens
+        if summary is None and not later:
+            return  # the compaction is still running: nothing to say yet
+        self.plans[request] = _CompactionPlan(trigger, summary, before, after)
+        if summary is not None:
+            self.summaries.add(str(summary.info.get("id")))
+
+    def _inject_after(self, later: list[OcMessage]) -> None:
+        """The copy of the last user message OpenCode writes after an overflow compaction."""
+        for message in later:
+            if message.info.get("role") == "user":
+                self.injected.add(str(message.info.get("id")))
+            return
+
+    def _refused_before(self, messages: list[OcMessage], index: int) -> RequestRejected | None:
+        """The request an overflow compaction answers: the latest assistant message before it
+        that has no usage (the provider refused it)."""
+        for message in reversed(messages[:index]):
+            if message.info.get("role") != "assistant":
+                continue
+            if _step_usages(message) or message.info.get("summary") is True:
+                return None
+            msg_id = str(message.info.get("id"))
+            refused = rejection(message.info.get("error")) or RequestRejected(
+                reason=(
+                    "the provider refused the request as too long (OpenCode compacted for "
+                    "overflow; its error message is not recorded here)"
+                )
+            )
+            self.rejected[msg_id] = refused
+            return refused
+        return None
+
     # -- messages --------------------------------------------------------------------------
 
     def _add(self, source: str, message: Message) -> None:
@@ -387,7 +585,7 @@ class _Converter:
         info = message.info
         msg_id = str(info.get("id"))
         parts: list[Part] = []
-        kind = MessageKind.MESSAGE
+        kind = MessageKind.ATTACHMENT if msg_id in self.injected else MessageKind.MESSAGE
         for part in message.parts:
             ptype = part.get("type")
             if ptype == "text":
@@ -399,7 +597,9 @@ class _Converter:
                     parts.append(file_part)
             elif ptype == "compaction":
                 kind = MessageKind.META
-                self.compaction_parts[msg_id] = part
+                plan = self.plans.get(msg_id)
+                if plan is not None:
+                    self.events.append(self._compaction(msg_id, part, plan))
                 parts.append(Part(type=PartType.TEXT, text=COMPACTION_PROMPT))
             elif ptype == "subtask":
                 parts.append(Part(type=PartType.TEXT, text=SUBTASK_PROMPT))
@@ -428,10 +628,15 @@ class _Converter:
             and any(p.get("type") not in ("step-start", "reasoning") for p in message.parts)
         )
         summary = info.get("summary") is True
+        if summary and msg_id not in self.summaries:
+            # a summary whose request is not in the session (a copied or trimmed session)
+            self.events.append(self._orphan_compaction(info, error))
         steps = _split_steps(message.parts)
         fallback_usage = None
         if not any(step.finish is not None for step in steps):
             fallback_usage = opencode_usage(info.get("tokens"))
+        # a summary's usage is that of the summarisation request, not of the conversation
+        thread = "compaction" if summary else "main"
         for index, step in enumerate(steps):
             self.events.append(
                 RequestSent(model=model, request_id=step.start_id, timestamp=created)
@@ -439,16 +644,39 @@ class _Converter:
             usage = opencode_usage(step.finish.get("tokens")) if step.finish else None
             if usage is None and index == len(steps) - 1:
                 usage = fallback_usage
+            reported: UsageReported | None = None
             if usage is not None:
-                self.events.append(
-                    UsageReported(
-                        usage=usage, model=model, request_id=step.start_id, timestamp=created
-                    )
+                reported = UsageReported(
+                    usage=usage,
+                    model=model,
+                    request_id=step.start_id,
+                    timestamp=created,
+                    thread=thread,
                 )
-            if summary and index == 0:
-                self.events.append(self._compaction(info, error))
+                if summary:
+                    self.events.append(reported)
+                    reported = None
+                else:
+                    # OpenCode's count covers the prompt and the answer: given after the answer
+                    reported = reported.model_copy(
+                        update={
+                            "context_tokens": opencode_count(usage),
+                            "context_label": count_label(usage),
+                        }
+                    )
+            elif index == len(steps) - 1 and msg_id in self.rejected:
+                refused = self.rejected[msg_id]
+                self.events.append(
+                    refused.model_copy(update={"model": model, "timestamp": created})
+                )
+            elif index == len(steps) - 1 and not summary:
+                refused_here = rejection(error)
+                if refused_here is not None:
+                    self.events.append(
+                        refused_here.model_copy(update={"model": model, "timestamp": created})
+                    )
             step_id = msg_id if index == 0 else (step.start_id or f"{msg_id}.{index + 1}")
-            self._step_messages(step, step_id, msg_id, model, created, visible, summary)
+            self._step_messages(step, step_id, msg_id, model, created, visible, summary, reported)
 
     def _step_messages(
         self,
@@ -459,6 +687,7 @@ class _Converter:
         created: str | None,
         visible: bool,
         summary: bool,
+        reported: UsageReported | None,
     ) -> None:
         parts: list[Part] = []
         results: list[tuple[dict[str, Any], Message]] = []
@@ -469,7 +698,7 @@ class _Converter:
             elif ptype == "reasoning":
                 parts.append(Part(type=PartType.THINKING, text=_str(part.get("text"))))
             elif ptype == "tool":
-                call, result = self._tool(part, visible, created)
+                call, result = tool_messages(part, visible, created)
                 parts.append(call)
                 if result is not None:
                     results.append((part, result))
@@ -494,108 +723,153 @@ class _Converter:
                     model=model,
                 ),
             )
+        if reported is not None:
+            # OpenCode's count holds the prompt and the answer, not the tool results after it
+            self.events.append(reported)
         for part, result in results:
             self._add(msg_id, result)
             state = part.get("state")
             compacted = _time(state.get("time") if isinstance(state, dict) else None, "compacted")
             if compacted is not None:
-                self.prunes.setdefault(compacted, []).append(result.id)
-
-    def _tool(
-        self, part: dict[str, Any], visible: bool, created: str | None
-    ) -> tuple[Part, Message | None]:
-        name = as_str(part.get("tool"))
-        call_id = as_str(part.get("callID"))
-        state = part.get("state")
-        state = state if isinstance(state, dict) else {}
-        args = state.get("input")
-        arguments = compact_json(args) if args is not None else ""
-        call = Part(type=PartType.TOOL_CALL, tool_name=name, call_id=call_id, arguments=arguments)
-        status = state.get("status")
-        is_error = False
-        extra: list[Part] = []
-        if status == "completed":
-            output = state.get("output")
-            text = output if isinstance(output, str) else compact_json(output)
-            attachments = state.get("attachments")
-            if _time(state.get("time"), "compacted") is None and isinstance(attachments, list):
-                for attachment in attachments:
-                    if isinstance(attachment, dict):
-                        file_part = _file_part(attachment)
-                        if file_part is not None:
-                            extra.append(file_part)
-        elif status == "error":
-            metadata = state.get("metadata")
-            interrupted = isinstance(metadata, dict) and metadata.get("interrupted") is True
-            output = metadata.get("output") if isinstance(metadata, dict) else None
-            if interrupted and isinstance(output, str):
-                text = output
-            else:
-                text, is_error = _str(state.get("error")), True
-        else:  # pending, running: sent as an interrupted call
-            text, is_error = INTERRUPTED, True
-        part_id = as_str(part.get("id")) or f"{call_id}-result"
-        result = Message(
-            id=part_id,
-            role=Role.TOOL,
-            kind=MessageKind.TOOL_RESULT,
-            parts=(
-                Part(
-                    type=PartType.TOOL_RESULT,
-                    text=text,
-                    tool_name=name,
-                    call_id=call_id,
-                    is_error=is_error,
-                ),
-                *extra,
-            ),
-            visible=visible,
-            timestamp=iso_time(_time(state.get("time"), "end")) or created,
-        )
-        return call, result
+                output = state.get("output") if isinstance(state, dict) else None
+                tokens = estimate_text("opencode", output) if isinstance(output, str) else 0
+                self.prunes.setdefault(compacted, []).append((result.id, tokens))
 
     # -- compaction and prunes -------------------------------------------------------------
 
-    def _compaction(self, info: dict[str, Any], error: Any) -> Compacted:
-        parent = str(info.get("parentID") or "")
-        part = self.compaction_parts.get(parent)
-        trigger = "manual" if part is not None and part.get("auto") is False else "auto"
+    def _compaction(self, request: str, part: dict[str, Any], plan: _CompactionPlan) -> Compacted:
+        """The compaction a request message starts, placed before it: the decision came first
+        (the overflow seen at the request before, or the user's command)."""
+        summary = plan.summary
+        if summary is None:
+            return Compacted(
+                trigger=plan.trigger,
+                tokens_before=plan.tokens_before,
+                failed=True,
+                error="no summary was written",
+            )
+        info = summary.info
         timestamp = iso_time(_time(info.get("time")))
-        finished = info.get("finish") or _time(info.get("time"), "completed") is not None
-        if error or not finished:
-            data = error.get("data") if isinstance(error, dict) else None
-            reason = data.get("message") if isinstance(data, dict) else None
-            if not isinstance(reason, str) or not reason:
-                reason = _error_name(error) or "the summary did not finish"
-            return Compacted(trigger=trigger, failed=True, error=reason, timestamp=timestamp)
+        failure = _summary_failure(info)
+        if failure is not None:
+            return Compacted(
+                trigger=plan.trigger,
+                tokens_before=plan.tokens_before,
+                failed=True,
+                error=failure,
+                timestamp=timestamp,
+            )
         retained: list[str] = []
-        tail = as_str(part.get("tail_start_id")) if part is not None else None
+        tail = as_str(part.get("tail_start_id"))
         if tail is not None:
             inside = False
             for source, emitted in self.emitted:
-                if source == tail:
-                    inside = True
-                if source == parent:
-                    break
+                inside = inside or source == tail
                 if inside:
                     retained.append(emitted)
-        if part is not None:
-            retained.extend(emitted for source, emitted in self.emitted if source == parent)
-        return Compacted(trigger=trigger, retained_ids=tuple(retained), timestamp=timestamp)
+        retained.append(request)
+        usages = _step_usages(summary)
+        return Compacted(
+            trigger=plan.trigger,
+            tokens_before=plan.tokens_before,
+            tokens_after=plan.tokens_after,
+            summary_tokens=usages[-1].output if usages else None,
+            retained_ids=tuple(retained),
+            timestamp=timestamp,
+        )
+
+    def _orphan_compaction(self, info: dict[str, Any], error: Any) -> Compacted:
+        """A summary whose compaction request is not in the session."""
+        timestamp = iso_time(_time(info.get("time")))
+        failure = _summary_failure(info)
+        if failure is not None:
+            return Compacted(trigger="auto", failed=True, error=failure, timestamp=timestamp)
+        return Compacted(trigger="auto", timestamp=timestamp)
 
     def _flush_prunes(self, before: int | None) -> None:
-        for compacted in sorted(self.prunes):
-            if before is not None and compacted >= before:
-                break
-            ids = self.prunes.pop(compacted)
-            self.events.append(
-                Pruned(
-                    message_ids=tuple(ids),
-                    outputs_pruned=len(ids),
-                    reason="prune",
-                    timestamp=iso_time(compacted),
-                )
+        """One ``Pruned`` per prune: the parts marked compacted since the previous message (one
+        prune writes its parts a few milliseconds apart, at the end of a loop), with the sum of
+        OpenCode's estimate of each output (the log's ``found pruned=``)."""
+        due = sorted(t for t in self.prunes if before is None or t < before)
+        if not due:
+            return
+        parts = [entry for t in due for entry in self.prunes.pop(t)]
+        self.events.append(
+            Pruned(
+                message_ids=tuple(mid for mid, _ in parts),
+                outputs_pruned=len(parts),
+                tokens_recovered=sum(tokens for _, tokens in parts),
+                reason="prune",
+                timestamp=iso_time(due[0]),
             )
+        )
+
+
+def tool_messages(part: dict[str, Any], visible: bool, created: str | None) -> tuple[Part, Message]:
+    """A tool part: its call (a part of the assistant's message) and its result (a message),
+    as ``MessageV2.toModelMessages`` sends them."""
+    name = as_str(part.get("tool"))
+    call_id = as_str(part.get("callID"))
+    state = part.get("state")
+    state = state if isinstance(state, dict) else {}
+    args = state.get("input")
+    arguments = compact_json(args) if args is not None else ""
+    call = Part(type=PartType.TOOL_CALL, tool_name=name, call_id=call_id, arguments=arguments)
+    status = state.get("status")
+    is_error = False
+    extra: list[Part] = []
+    if status == "completed":
+        output = state.get("output")
+        text = output if isinstance(output, str) else compact_json(output)
+        attachments = state.get("attachments")
+        if _time(state.get("time"), "compacted") is None and isinstance(attachments, list):
+            for attachment in attachments:
+                if isinstance(attachment, dict):
+                    file_part = _file_part(attachment)
+                    if file_part is not None:
+                        extra.append(file_part)
+    elif status == "error":
+        metadata = state.get("metadata")
+        interrupted = isinstance(metadata, dict) and metadata.get("interrupted") is True
+        output = metadata.get("output") if isinstance(metadata, dict) else None
+        if interrupted and isinstance(output, str):
+            text = output
+        else:
+            text, is_error = _str(state.get("error")), True
+    else:  # pending, running: sent as an interrupted call
+        text, is_error = INTERRUPTED, True
+    part_id = as_str(part.get("id")) or f"{call_id}-result"
+    result = Message(
+        id=part_id,
+        role=Role.TOOL,
+        kind=MessageKind.TOOL_RESULT,
+        parts=(
+            Part(
+                type=PartType.TOOL_RESULT,
+                text=text,
+                tool_name=name,
+                call_id=call_id,
+                is_error=is_error,
+            ),
+            *extra,
+        ),
+        visible=visible,
+        timestamp=iso_time(_time(state.get("time"), "end")) or created,
+    )
+    return call, result
+
+
+def _summary_failure(info: dict[str, Any]) -> str | None:
+    """Why a compaction's summary failed (an error, or it never finished); None if it did not."""
+    error = info.get("error")
+    finished = info.get("finish") or _time(info.get("time"), "completed") is not None
+    if not error and finished:
+        return None
+    data = error.get("data") if isinstance(error, dict) else None
+    reason = data.get("message") if isinstance(data, dict) else None
+    if not isinstance(reason, str) or not reason:
+        reason = _error_name(error) or "the summary did not finish"
+    return reason
 
 
 def _str(value: Any) -> str:
@@ -952,14 +1226,37 @@ def _int_or_none(value: str | None) -> int | None:
         return None
 
 
+def log_time(value: str | None) -> str | None:
+    """A record's time as the other OpenCode readers write times (ISO 8601, ``+00:00``)."""
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).isoformat()
+    except ValueError:
+        return value
+
+
 class OpenCodeLogParser(LineParser):
-    """OpenCode's log file: prune attempts as ``Pruned``, every other record as ``LogLine``."""
+    """OpenCode's log file: model requests as ``RequestSent``, prune attempts as ``Pruned``, a
+    provider's refusal of a prompt as too long as ``RequestRejected``, every other record as
+    ``LogLine``.
+
+    Two layouts: the classic ``LEVEL  time +Nms service=... message`` and 1.18's logfmt
+    (``timestamp=... level=... run=... message=...``, no ``service=`` tag, several processes
+    appending to one file, told apart by ``run=``). A prune is ``pruning``, then ``found`` with
+    ``pruned=P total=T``, then, only when P is above OpenCode's minimum (20,000) and the parts
+    were marked, ``pruned count=N``. The 1.18 writer is batched and a process that exits loses
+    its last lines: a ``found`` above the minimum is a prune that was applied even when its
+    ``pruned`` record is missing (its count is then unknown).
+    """
 
     format_name = "opencode-log"
 
     def __init__(self, source: int = 0, path: str = "") -> None:
         super().__init__(source, path)
-        self._found: _Found | None = None
+        self._found: dict[str, _Found] = {}  # per process: a prune found, its count to come
+        self._model = ""
+        self._processing: dict[str, str] = {}  # per process: the message being answered
         self._after_record = False  # the previous line was a log record (for continuations)
 
     def parse_line(self, line: bytes, span: SourceSpan) -> Iterable[Event]:
@@ -979,7 +1276,7 @@ class OpenCodeLogParser(LineParser):
         if fields.get("level") and ("message" in fields or "msg" in fields):
             level = fields.pop("level").upper()
             message = fields.pop("message", "") or fields.pop("msg", "")
-            timestamp = fields.pop("timestamp", "") or fields.pop("ts", "") or None
+            timestamp = log_time(fields.pop("timestamp", "") or fields.pop("ts", ""))
             self._record(level, fields, message, timestamp, span, out)
             self._after_record = True
             return out
@@ -1001,59 +1298,114 @@ class OpenCodeLogParser(LineParser):
         out: list[Event],
     ) -> None:
         service = tags.get("service")
-        if service == PRUNE_SERVICE and message in ("pruning", "found", "pruned"):
-            if message == "pruning":
-                self._flush_found(out)
-            elif message == "found":
-                self._flush_found(out)
-                self._found = _Found(
-                    pruned=_int_or_none(tags.get("pruned")),
-                    total=_int_or_none(tags.get("total")),
-                    span=span,
+        run = tags.get("run") or tags.get("fiber") or ""
+        if service in (None, PRUNE_SERVICE) and self._prune_record(
+            message, tags, run, timestamp, span, out
+        ):
+            return
+        if message == "stream" and tags.get("small") != "true" and "modelID" in tags:
+            self._flush_found(run, out)
+            model = tags.get("modelID")
+            if not self._model:
+                self._model = model or ""
+                out.append(SessionInfo(model=model, agent="opencode", timestamp=timestamp))
+            # the message it answers into (named by the ``process`` record before it)
+            request = self._processing.pop(run, None)
+            out.append(RequestSent(model=model, request_id=request, timestamp=timestamp, span=span))
+        elif message == "process" and "messageID" in tags:
+            self._processing[run] = tags["messageID"]
+        elif (
+            message == "created" and (tags.get("id") or "").startswith("ses") and "version" in tags
+        ):
+            out.append(
+                SessionInfo(
+                    agent="opencode",
+                    version=tags.get("version"),
+                    session_id=tags.get("id"),
                     timestamp=timestamp,
                 )
-            else:
-                found = self._found
-                self._found = None
-                out.append(
-                    Pruned(
-                        tokens_recovered=found.pruned if found else None,
-                        scanned_tokens=found.total if found else None,
-                        outputs_pruned=_int_or_none(tags.get("count")),
-                        applied=True,
-                        reason="prune",
-                        timestamp=timestamp,
-                        span=span,
-                    )
-                )
-                return
+            )
         others = " ".join(f"{k}={v}" for k, v in tags.items() if k != "service")
         text = f"{others} {message}".strip() if others else message
         out.append(
             LogLine(text=text[:200], level=level, tag=service, timestamp=timestamp, span=span)
         )
+        if level in ("ERROR", "WARN"):
+            said = tags.get("error") or text
+            refused = rejection({"name": tags.get("name") or message, "data": {"message": said}})
+            if refused is not None:
+                out.append(refused.model_copy(update={"timestamp": timestamp, "span": span}))
 
-    def _flush_found(self, out: list[Event]) -> None:
-        found = self._found
-        if found is None:
-            return
-        self._found = None
-        out.append(
-            Pruned(
-                tokens_recovered=found.pruned,
-                scanned_tokens=found.total,
-                outputs_pruned=0,
-                applied=False,
-                reason="prune",
-                timestamp=found.timestamp,
-                span=found.span,
+    def _prune_record(
+        self,
+        message: str,
+        tags: dict[str, str],
+        run: str,
+        timestamp: str | None,
+        span: SourceSpan,
+        out: list[Event],
+    ) -> bool:
+        """A record of the prune: handled (True), or another record (False)."""
+        if message == "pruning":
+            self._flush_found(run, out)
+            return False  # kept as a log line too
+        if message == "found" and "pruned" in tags:
+            self._flush_found(run, out)
+            found = _Found(
+                pruned=_int_or_none(tags.get("pruned")),
+                total=_int_or_none(tags.get("total")),
+                span=span,
+                timestamp=timestamp,
             )
+            others = " ".join(f"{k}={v}" for k, v in tags.items() if k != "service")
+            out.append(
+                LogLine(
+                    text=f"{others} found"[:200],
+                    tag=tags.get("service"),
+                    level="INFO",
+                    timestamp=timestamp,
+                    span=span,
+                )
+            )
+            if found.pruned is not None and found.pruned > OPENCODE_PRUNE_MINIMUM:
+                self._found[run] = found  # applied: its count comes in the next record
+            else:
+                out.append(self._pruned(found, applied=False, count=0))
+            return True
+        if message == "pruned" and "count" in tags:
+            held = self._found.pop(run, None)
+            found = held or _Found(None, None, span, timestamp)
+            event = self._pruned(found, applied=True, count=_int_or_none(tags.get("count")))
+            out.append(event.model_copy(update={"span": span, "timestamp": timestamp}))
+            return True
+        return False
+
+    @staticmethod
+    def _pruned(found: _Found, *, applied: bool, count: int | None) -> Pruned:
+        return Pruned(
+            tokens_recovered=found.pruned,
+            scanned_tokens=found.total,
+            outputs_pruned=count,
+            applied=applied,
+            reason="prune",
+            timestamp=found.timestamp,
+            span=found.span,
         )
+
+    def _flush_found(self, run: str, out: list[Event]) -> None:
+        found = self._found.pop(run, None)
+        if found is not None:  # applied; its ``pruned`` record is lost
+            out.append(self._pruned(found, applied=True, count=None))
 
     def end_of_input(self) -> Iterable[Event]:
         out: list[Event] = []
-        self._flush_found(out)
+        for run in list(self._found):
+            self._flush_found(run, out)
         return out
+
+
+# 1.18's Effect logger: ``timestamp=... level=... run=<process> message=...``
+LOGFMT_RECORD = re.compile(r"^timestamp=\S+ level=[A-Za-z]+ (?:\S+ )*?run=\S+ message=")
 
 
 def sniff_log(head: Head) -> float:
@@ -1068,6 +1420,9 @@ def sniff_log(head: Head) -> float:
             records += 1
             if "service=" in (match["rest"] or ""):
                 with_service += 1
+        elif LOGFMT_RECORD.match(line):
+            records += 1
+            with_service += 1  # 1.18 dropped the tag; its records are this shape throughout
     if with_service == 0:
         return 0.0
     if records * 2 < len(lines):

@@ -8,7 +8,7 @@ import importlib
 import os
 import re
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,7 +75,8 @@ class FormatSpec:
     sessions; following such an input re-reads it on change. A format whose inputs can be a
     folder of several files of that format (a project folder) gives ``expand``, which lists
     the files to open, each as its own session. Formats of one agent whose streams repeat
-    each other (a stdout, a log and a transcript of the same run) give ``merge``.
+    each other (a stdout, a log and a transcript of the same run) give ``order_streams``;
+    an agent whose files of one run are not all streams gives ``merge``.
     """
 
     name: str
@@ -93,9 +94,13 @@ class FormatSpec:
     # formats whose streams hold everything this one shows of a run (its messages, requests
     # and figures): merged with one of them, only this stream's log lines and facts are kept
     covered_by: tuple[str, ...] = ()
+    # one session of several inputs of one run (``--merge``), for an agent whose files are not
+    # all streams (a database beside its log): every input's path and format, in order
+    merge: Callable[[Sequence[Path], Sequence[FormatSpec]], list[SnapshotSession]] | None = None
     # how ``--merge`` orders the streams of one run when every stream is of a format that
-    # names the same function: (format name, events) per stream -> one stream
-    merge: Callable[[list[tuple[str, list[Event]]]], list[Event]] | None = None
+    # names the same function (streams of one agent that repeat each other): (format name,
+    # events) per stream -> one stream
+    order_streams: Callable[[list[tuple[str, list[Event]]]], list[Event]] | None = None
 
     def make_parser(self, source: int = 0, path: str = "") -> Parser:
         """A stream parser for this format (only for formats that have one)."""
@@ -115,6 +120,8 @@ FORMAT_MODULES: tuple[str, ...] = (
     "inspector.formats.aiagent",
     "inspector.formats.goagent",
     "inspector.formats.opencode",
+    "inspector.formats.opencode_run",
+    "inspector.formats.opencode_data",
     "inspector.formats.fifth",
     "inspector.formats.swe_agent",
     "inspector.formats.openhands",

@@ -148,18 +148,32 @@ def test_session_order_steps_and_usage() -> None:
     assert kinds(events) == [
         "info",
         "user:msg_001",
-        "request", "usage", "assistant:msg_002", "tool:prt_002d",
-        "request", "usage", "assistant:prt_002f", "tool:prt_002g",
-        "request", "usage", "assistant:prt_002i",
+        "request", "assistant:msg_002", "usage", "tool:prt_002d",
+        "request", "assistant:prt_002f", "usage", "tool:prt_002g",
+        "request", "assistant:prt_002i", "usage",
         "prune",
         "user:msg_003",
-        "request", "usage", "assistant:msg_004", "tool:prt_004b", "tool:prt_004c",
-        "user:msg_005",
-        "request", "usage", "compaction", "assistant:msg_006",
+        "request", "assistant:msg_004", "usage", "tool:prt_004b", "tool:prt_004c",
+        "compaction", "user:msg_005",
+        "request", "usage", "assistant:msg_006",
         "user:msg_007",
-        "request", "usage", "assistant:msg_008",
+        "request", "assistant:msg_008", "usage",
         "request", "assistant:msg_009",
     ]  # fmt: skip
+    # OpenCode's own count (tokens.total, else input + output + cache read + cache write) is
+    # the step's figure: the usage comes after the answer it counts, before the tool results
+    reported = of_type(events, UsageReported)
+    counts = [(u.context_tokens, u.thread) for u in reported]
+    assert counts == [
+        (1740, "main"),
+        (1735, "main"),
+        (1770, "main"),
+        (2760, "main"),
+        (None, "compaction"),  # the summary's usage is the summarisation request's
+        (703, "main"),
+    ]
+    assert reported[0].context_label == "input+output+cache (OpenCode's count)"
+    assert reported[4].usage.input == 5200
     usages = [u.usage for u in of_type(events, UsageReported)]
     assert usages[:3] == [
         Usage(input=1500, output=40, reasoning=10, cache_write=200),
@@ -167,6 +181,10 @@ def test_session_order_steps_and_usage() -> None:
         Usage(input=30, output=5, cache_read=1735),
     ]
     assert [u.prompt_tokens for u in usages] == [1700, 1720, 1765, 2700, 5200, 700]
+    session = Session()
+    session.append(events)
+    assert [s.tokens for s in session.steps] == [1740, 1735, 1770, 2760, 700, 703, 703]
+    assert session.steps[0].reported_label == "input+output+cache (OpenCode's count)"
     requests = of_type(events, RequestSent)
     assert requests[0].request_id == "prt_002a" and requests[0].model == "claude-sonnet-4-5"
     info = events[0]
@@ -213,7 +231,9 @@ def test_message_parts() -> None:
     assert added["msg_005"].text == "What did we do so far?" and added["msg_005"].visible
     assert added["msg_006"].kind is MessageKind.SUMMARY
     assert added["msg_006"].text.startswith("## Goal")
-    assert added["msg_007"].kind is MessageKind.MESSAGE
+    # the synthetic "Continue if you have next steps" OpenCode writes after a compaction
+    assert added["msg_007"].kind is MessageKind.ATTACHMENT and added["msg_007"].visible
+    assert added["msg_003"].kind is MessageKind.MESSAGE
     # Aborted with reasoning only, and an API error: not sent to the model again.
     assert not added["msg_008"].visible and added["msg_008"].text == "Next I would"
     assert not added["msg_009"].visible and added["msg_009"].parts == ()
@@ -225,8 +245,16 @@ def test_prune_and_compaction() -> None:
     assert prune.message_ids == ("prt_002d", "prt_002g")
     assert prune.applied and prune.outputs_pruned == 2 and prune.reason == "prune"
     assert prune.timestamp == "2026-01-20T09:08:20+00:00"  # state.time.compacted
+    outputs = {m.message.id: m.message.text for m in messages(events)}
+    # OpenCode's estimate of each output (Math.round(length / 4)), summed: the log's found
+    assert prune.tokens_recovered == sum(
+        (len(outputs[mid]) + 2) // 4 for mid in ("prt_002d", "prt_002g")
+    )
     compacted = of_type(events, Compacted)[0]
-    assert (compacted.trigger, compacted.failed) == ("auto", False)
+    # the compaction part says overflow: true; the figures are the ordinary requests around it
+    assert (compacted.trigger, compacted.failed) == ("overflow", False)
+    assert (compacted.tokens_before, compacted.tokens_after) == (2760, 700)
+    assert compacted.summary_tokens == 400
     assert compacted.retained_ids == ("msg_005",)
     session = Session()
     session.append(events)
@@ -234,8 +262,11 @@ def test_prune_and_compaction() -> None:
     assert [ids[i] for i in session.in_context()] == ["msg_005", "msg_006", "msg_007"]
     pruned = [ids[i] for i in range(len(ids)) if session.table.flags[i] & Flag.PRUNED]
     assert pruned == ["prt_002d", "prt_002g"]
-    # The compaction request saw the whole history; its usage belongs to it.
-    assert session.steps[4].reported == 5200
+    # The compaction is in the summarisation request's build-up: that step shows the context
+    # after it, not the summarisation request's own 5,200.
+    assert session.step_at(events.index(compacted)) == 5
+    assert (session.steps[4].reported, session.steps[4].reported_label) == (700, "compaction")
+    assert session.steps[4].peak == 2760
 
 
 def test_sub_session_and_failed_manual_compaction() -> None:
@@ -245,13 +276,14 @@ def test_sub_session_and_failed_manual_compaction() -> None:
     assert kinds(events) == [
         "info",
         "user:msg_101",
-        "request", "usage", "assistant:msg_102",
-        "user:msg_103",
-        "request", "compaction", "assistant:msg_104",
+        "request", "assistant:msg_102", "usage",
+        "compaction", "user:msg_103",
+        "request", "assistant:msg_104",
     ]  # fmt: skip
     assert of_type(events, UsageReported)[0].usage == Usage(input=800, output=20)
     failed = of_type(events, Compacted)[0]
     assert (failed.trigger, failed.failed, failed.error) == ("manual", True, "Overloaded")
+    assert failed.tokens_before == 820 and failed.tokens_after is None
 
 
 def test_database_and_storage_agree(db: Path) -> None:
@@ -472,8 +504,9 @@ def test_log_prune_attempts() -> None:
         (True, 52341, 92341, 14, 5),
         (False, 0, 31800, 0, 11),  # emitted when the next attempt starts
         (True, 30500, 70500, 9, 14),
-        (False, 12000, 48000, 0, 16),  # Effect-style logfmt record, closed by the next found
-        (False, 25000, 65000, 0, 18),  # closed by the end of the input
+        (False, 12000, 48000, 0, 16),  # Effect-style logfmt record: under the minimum
+        # above OpenCode's minimum (20,000): applied, though its count record is not there
+        (True, 25000, 65000, None, 18),
     ]
     pruned = of_type(events, Pruned)
     assert pruned[0].timestamp == "2026-01-20T09:14:02+00:00"
@@ -515,9 +548,9 @@ def test_log_bad_lines() -> None:
     for issue in found:
         assert issue.offset == sum(len(ln) + 1 for ln in lines[: issue.line - 1])
         assert issue.reason == "not an OpenCode log record"
-    last = events[-1]
-    assert isinstance(last, Pruned) and not last.applied and last.span and last.span.line == 5
-    cut = events[-2]
+    (found_small,) = of_type(events, Pruned)
+    assert not found_small.applied and found_small.span and found_small.span.line == 5
+    cut = events[-1]
     assert isinstance(cut, LogLine) and cut.text == "pru" and cut.span and cut.span.line == 6
 
 
@@ -587,7 +620,8 @@ def test_detected(db: Path) -> None:
 @pytest.mark.corpus
 def test_other_agents_files_are_not_claimed(corpus: Path) -> None:
     paths = foreign_paths(corpus, "opencode")
-    specs = [registry.get_format(n) for n in ("opencode-log", "opencode-db", "opencode-storage")]
+    names = ("opencode-log", "opencode-db", "opencode-storage", "opencode-run", "opencode-data")
+    specs = [registry.get_format(n) for n in names]
     checked = 0
     for path in paths:
         sample = registry.read_head(path)
@@ -665,3 +699,9 @@ def test_real_runs_are_claimed(corpus: Path) -> None:
     assert dbs
     for path in dbs:
         assert registry.detect(path).name == "opencode-db", path
+        assert registry.detect(path.parent).name == "opencode-data", path.parent
+        assert registry.detect(path.parent / "log" / "opencode.log").name == "opencode-log"
+    stdouts = sorted(runs.rglob("run-*.stdout.jsonl"))
+    assert stdouts
+    for path in stdouts:
+        assert registry.detect(path).name == "opencode-run", path

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inspector.core.model import Message, MessageKind, Part, PartType, Role
+from inspector.core.model import Message, MessageKind, Part, PartType, RequestRejected, Role
 from inspector.core.policies import policy_for
 from inspector.core.policies.base import Action, ContextItem, ItemStatus, full_changes
 from inspector.core.policies.claude_code import (
@@ -21,10 +21,12 @@ from inspector.core.policies.claude_code import (
     preserved_tail,
 )
 from inspector.core.profiles import ClaudeCodeProfile
+from inspector.core.replay import Decision, Situation
 
 PROFILE = ClaudeCodeProfile()
 TIMED = ClaudeCodeProfile(time_based_microcompact=True)  # the server-side flag on
 MARKER = "[Old tool result content cleared]"
+NO_SIZE = RequestRejected(reason="prompt is too long")  # a refusal without the provider's count
 
 
 def estimate(message: Message) -> int:
@@ -135,17 +137,25 @@ def test_reactive_without_an_auto_compact_window() -> None:
     # no check before a request, whatever the figure
     assert not POLICY.manage(sized(250_000), reactive, estimate, FakeSummarizer())
     policy = ClaudeCodePolicy()
-    refused = policy.after_refusal(sized(150_000), reactive, estimate, FakeSummarizer(), 208_031)
-    assert refused is not None and refused.fired
+    refusal = RequestRejected(tokens=208_031, limit=200_000)
+    (refused,) = policy.after_request(
+        sized(150_000), reactive, estimate, FakeSummarizer(), figure=150_000, refused=refusal
+    )
+    assert refused.fired
     assert refused.details["trigger"] == "reactive" and refused.tokens_before == 150_000
     assert "refused the request (208,031 tokens > 200,000)" in refused.reason
-    # no refusal known: only the agent's own figure over the limit says the request was refused
-    assert policy.after_refusal(sized(200_000), reactive, estimate, FakeSummarizer(), None) is None
-    assumed = policy.after_refusal(sized(200_001), reactive, estimate, FakeSummarizer(), None)
-    assert assumed is not None and "the agent's 200,001 > 200,000" in assumed.reason
+    # an answered request: nothing (the check is before the next request)
+    assert not policy.after_request(sized(250_000), reactive, estimate, FakeSummarizer(), figure=1)
+    # a refusal without the provider's count: the request's own figure stands for it
+    (sizeless,) = policy.after_request(
+        sized(200_001), reactive, estimate, FakeSummarizer(), figure=200_001, refused=NO_SIZE
+    )
+    assert "(200,001 tokens > 200,000)" in sizeless.reason
     # 2.0 has no reactive compaction: the refusal is shown and the user compacts
     older = ClaudeCodeProfile(version="2.0.64")
-    assert policy.after_refusal(sized(1_000), older, estimate, FakeSummarizer(), 208_031) is None
+    assert not policy.after_request(
+        sized(1_000), older, estimate, FakeSummarizer(), figure=1_000, refused=refusal
+    )
     windowed = reactive.model_copy(update={"autocompact_window": 150_000})
     assert windowed.proactive() and windowed.threshold() == 117_000
     (threshold,) = POLICY.manage(sized(117_000), windowed, estimate, FakeSummarizer())
@@ -157,14 +167,19 @@ def test_reactive_without_an_auto_compact_window() -> None:
 def test_what_replay_cannot_judge() -> None:
     reactive = ClaudeCodeProfile(version="2.1.329")
     policy = ClaudeCodePolicy()
-    why = policy.undetermined("auto", 123_610, False, reactive)
+    auto = Decision(9, "compaction", 123_610, 20_763, "auto", trigger="auto")
+    seen = Situation(True, 123_610)
+    why = policy.undetermined(auto, reactive, seen)
     assert why is not None and "no input given records the refusal" in why
     assert "123,610" in why and "--set autocompact_window=N" in why
-    assert policy.undetermined("auto", 123_610, True, reactive) is None  # a refusal is known
-    assert policy.undetermined("manual", 123_610, False, reactive) is None
+    # a refusal is known
+    assert policy.undetermined(auto, reactive, Situation(True, 123_610, NO_SIZE)) is None
+    manual = Decision(9, "compaction", 123_610, 20_763, "manual", trigger="manual")
+    assert policy.undetermined(manual, reactive, seen) is None
     windowed = reactive.model_copy(update={"autocompact_window": 150_000})
-    assert policy.undetermined("auto", 123_610, False, windowed) is None
-    assert policy.undetermined("auto", 1, False, ClaudeCodeProfile(version="2.0.64")) is None
+    assert policy.undetermined(auto, windowed, seen) is None
+    assert policy.undetermined(auto, ClaudeCodeProfile(version="2.0.64"), seen) is None
+    assert policy.undetermined(Decision(9, "prune", trigger="auto"), reactive, seen) is None
 
 
 def test_the_threshold_follows_the_profile() -> None:

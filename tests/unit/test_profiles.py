@@ -119,8 +119,11 @@ def test_opencode_zero_window_never_overflows() -> None:
 def test_opencode_prune_settings() -> None:
     p = of(OpenCodeProfile, default_profile("opencode"))
     assert p.protected_tools == ("skill",)
-    assert (p.prune, p.prune_protect, p.prune_minimum) == (True, 40_000, 20_000)
+    # 1.18: compaction.prune is off unless the config turns it on
+    assert (p.prune, p.prune_protect, p.prune_minimum) == (False, 40_000, 20_000)
     assert p.percent_of_limit(100_000) == 50.0  # against model.limit.context
+    assert (p.tail_turns, p.preserve_recent_tokens, p.preserve_recent()) == (2, None, 15_000)
+    assert make_profile("opencode", {"prune": True}).settings()["prune"] is True
 
 
 # -- the guide ---------------------------------------------------------------------------

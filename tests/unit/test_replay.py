@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 
@@ -42,7 +43,14 @@ from inspector.core.policies.base import (
     unchanged,
 )
 from inspector.core.profiles import PROFILE_NAMES, Profile
-from inspector.core.replay import Decision, _acted_on, compare, recorded_decisions, replay
+from inspector.core.replay import (
+    Decision,
+    Situation,
+    _acted_on,
+    compare,
+    recorded_decisions,
+    replay,
+)
 from inspector.core.session import MessageRow, Session
 from inspector.core.summarize import LocalSummarizer
 
@@ -408,3 +416,121 @@ def test_an_output_the_recording_dropped_is_restored_at_its_recorded_size() -> N
     sizes = {item.id: item.tokens for item in result.items}
     assert sizes["t1"] >= 500 and sizes["t2"] == 20  # only the dropped one is restored
     assert "content is unknown" in next(i for i in result.items if i.id == "t1").message.text
+
+
+# -- the user's commands, failed attempts, hooks -----------------------------------------------
+
+
+@dataclass
+class ManualPolicy(ThresholdPolicy):
+    """``ThresholdPolicy`` whose forced compaction (the user's command) compacts too."""
+
+    def compact(
+        self, items: Any, profile: Any, estimate: Any, summarizer: Any, *, force: bool = False
+    ) -> PolicyResult:
+        compacted: list[PolicyResult] = ThresholdPolicy(limit=-1).manage(  # type: ignore[no-untyped-call]
+            items, profile, estimate, summarizer
+        )
+        return compacted[0] if force else unchanged(Action.COMPACT, self.name, items, "no")
+
+
+def commanded_run(trigger: str, *, failed: bool = False, requests: int = 5) -> Session:
+    """Requests after 100-token outputs; before request 4 a compaction (``trigger``)."""
+    s = Session(estimator=chars4)
+    events: list[Event] = [msg("sys", Role.SYSTEM, 10)]
+    for step in range(1, requests + 1):
+        events.append(msg(f"t{step}", Role.TOOL, 100, MessageKind.TOOL_RESULT))
+        if step == 4:
+            events.append(Compacted(trigger=trigger, failed=failed, error="Overloaded" * failed))
+            if not failed:
+                events.append(msg("sum-rec", Role.USER, 10, MessageKind.SUMMARY))
+        events.append(RequestSent())
+    s.append(events)
+    return s
+
+
+def test_a_manual_compaction_is_the_users_command_and_is_obeyed() -> None:
+    session = commanded_run("manual")
+    result = replay(
+        session, profile(), estimate=chars4, summarizer=EchoSummarizer(), policy=ManualPolicy(10**6)
+    )
+    assert [(d.step, d.kind) for d in result.decisions] == [(4, "compaction")]
+    assert result.decisions[0].detail.startswith("manual: the user's command")
+    assert result.agreement == 1.0
+    # without a policy that can compact on command, the decision is not reproduced
+    plain = replay(
+        session,
+        profile(),
+        estimate=chars4,
+        summarizer=EchoSummarizer(),
+        policy=ThresholdPolicy(10**6),
+    )
+    assert plain.agreement == 0.0
+
+
+def test_a_failed_compaction_is_a_decision_and_the_context_stays() -> None:
+    session = commanded_run("auto", failed=True, requests=4)
+    (recorded,) = recorded_decisions(session)
+    assert (recorded.step, recorded.kind, recorded.detail) == (
+        4,
+        "compaction",
+        "auto (failed: Overloaded)",
+    )
+    result = replay(
+        session,
+        profile(),
+        estimate=chars4,
+        summarizer=EchoSummarizer(),
+        policy=ThresholdPolicy(350),
+    )
+    assert result.agreement == 1.0
+    (decision,) = result.decisions
+    assert decision.tokens_after is None and "summary failed in the recording" in decision.detail
+    # the context was kept: every step as recorded
+    assert [s.tokens for s in result.steps] == [s.tokens for s in session.steps]
+
+
+@dataclass
+class HookedPolicy(ThresholdPolicy):
+    """Decides after a request, from its figure; says a recorded prune cannot be replayed."""
+
+    figures: list[int] = field(default_factory=list)
+
+    def manage(self, items: Any, profile: Any, estimate: Any, summarizer: Any) -> list[Any]:
+        return []
+
+    def after_request(
+        self,
+        items: Any,
+        profile: Any,
+        estimate: Any,
+        summarizer: Any,
+        *,
+        figure: int,
+        refused: Any = None,
+    ) -> list[PolicyResult]:
+        self.figures.append(figure)
+        if figure <= self.limit:
+            return []
+        results: list[PolicyResult] = ThresholdPolicy(limit=-1).manage(  # type: ignore[no-untyped-call]
+            items, profile, estimate, summarizer
+        )
+        results[0].details["decided_on"] = figure
+        return results[:1]
+
+    def undetermined(self, recorded: Decision, profile: Any, seen: Situation) -> str | None:
+        return "not in the file" if recorded.kind == "prune" else None
+
+
+def test_the_after_request_hook_and_undetermined_decisions() -> None:
+    session = recorded_run()
+    session.append([Pruned(applied=True, reason="prune")])
+    policy = HookedPolicy(limit=500)
+    result = replay(session, profile(), estimate=chars4, summarizer=EchoSummarizer(), policy=policy)
+    # the hook gets the figure of the request just answered: 510 at step 5, so it compacts
+    # before request 6, deciding on 510
+    assert policy.figures[:5] == [110, 210, 310, 410, 510]
+    (compaction,) = result.decisions
+    assert (compaction.step, compaction.tokens_before) == (6, 510)
+    assert [(d.kind, why) for d, why in result.undetermined] == [("prune", "not in the file")]
+    assert result.agreement == 1.0  # the prune is not counted either way

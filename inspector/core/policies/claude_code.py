@@ -28,6 +28,7 @@ compaction and micro-compaction.
   as off by default (a server-side flag), so it runs only with ``time_based_microcompact``.
 - ``admit`` / ``truncate``: Claude Code's tool-output limits are not covered by the
   reference nor the profile; nothing is modelled.
+- ``after_request``: the reactive compaction, once the provider refused a request (2.1).
 - ``undetermined``: a recorded compaction that, under the profile's settings, could only have
   followed a refusal that no file given records: replay says so instead of counting it.
 """
@@ -37,9 +38,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from inspector.core.model import Message, PartType, Role
+from inspector.core.model import Message, PartType, RequestRejected, Role
 from inspector.core.policies.base import (
     Action,
     ContextItem,
@@ -63,6 +64,9 @@ from inspector.core.policies.generic import (
     require,
 )
 from inspector.core.profiles import ClaudeCodeProfile, Profile
+
+if TYPE_CHECKING:
+    from inspector.core.replay import Decision, Situation
 
 NAME = "claude-code"
 SUMMARY_PREFIX = (
@@ -154,44 +158,49 @@ class ClaudeCodePolicy:
             results.append(self._compact(work, claude, estimate, summarizer, auto=True))
         return results
 
-    def after_refusal(
+    def after_request(
         self,
         items: Sequence[ContextItem],
         profile: Profile,
         estimate: Estimate,
         summarizer: Summarizer,
-        refused: int | None,
-    ) -> PolicyResult | None:
-        """The reactive compaction after the provider refused a request as too long
-        (``refused``: its size when known). Where the recording compacted with no refusal
-        recorded (``refused`` None), the request is taken as refused when the agent's own
-        figure (the items' total) is over the provider's limit; else None: nothing tells."""
+        *,
+        figure: int,
+        refused: RequestRejected | None = None,
+    ) -> list[PolicyResult]:
+        """The reactive compaction once the provider refused a request as too long
+        (``refused``; 2.1); nothing after an answered request (the agent checks before the
+        next one, ``manage``)."""
         claude = require(profile, ClaudeCodeProfile, NAME)
-        if not claude.rule().reactive_compaction:
-            return None  # 2.0 shows the refusal; the user compacts
-        if refused is None and total(items) <= claude.api_limit():
-            return None
-        size = refused if refused is not None else 0  # 0: the agent's own figure stands for it
-        return self._compact(items, claude, estimate, summarizer, auto=True, refused=size)
+        if refused is None or not claude.rule().reactive_compaction:
+            return []  # 2.0 shows the refusal; the user compacts
+        size = refused.tokens if refused.tokens is not None else figure
+        return [self._compact(items, claude, estimate, summarizer, auto=True, refused=size)]
 
-    def undetermined(
-        self, recorded_trigger: str, figure: int, refused: bool, profile: Profile
-    ) -> str | None:
-        """Why a recorded compaction that replay did not make cannot be judged, or None when
-        it can: under these settings it could only have followed a refusal of the request as
-        too long, and no input given records one (the session file never does)."""
+    def undetermined(self, recorded: Decision, profile: Profile, seen: Situation) -> str | None:
+        """Why a recorded compaction cannot be judged, or None when it can: under these
+        settings it could only have followed a refusal of the request as too long, and no
+        input given records one (the session file never does), nor is the agent's own figure
+        over the provider's limit."""
         claude = require(profile, ClaudeCodeProfile, NAME)
-        if recorded_trigger != "auto" or claude.proactive() or refused:
+        if recorded.kind != "compaction" or recorded.trigger != "auto":
+            return None
+        if claude.proactive() or seen.refused is not None:
             return None
         if not claude.rule().reactive_compaction:
             return None
+        figure = (
+            ""
+            if seen.figure is None
+            else f"; the agent's own figure before it was {fmt(seen.figure)}"
+        )
         return (
             f"with autocompact_window=auto, Claude Code {claude.version} has no threshold: it "
             f"compacts after the provider refuses a request as too long (over "
-            f"{fmt(claude.api_limit())}), and no input given records the refusal (the session "
-            f"file never does; the agent's own figure before it was {fmt(figure)}). If the run "
-            f"set --autocompact / autoCompactWindow / CLAUDE_CODE_AUTO_COMPACT_WINDOW, pass "
-            f"it with --set autocompact_window=N"
+            f"{fmt(claude.provider_limit())}), and no input given records the refusal (the "
+            f"session file never does{figure}). If the run set --autocompact / "
+            f"autoCompactWindow / CLAUDE_CODE_AUTO_COMPACT_WINDOW, pass it with --set "
+            f"autocompact_window=N"
         )
 
     def prune(
@@ -316,7 +325,7 @@ class ClaudeCodePolicy:
         refused: int | None = None,
     ) -> PolicyResult:
         """A compaction: the user's (``auto`` False), at the threshold, or after a refusal
-        (``refused``: the refused size, 0 when the agent's own figure stands for it)."""
+        (``refused``: the refused request's size)."""
         tokens = total(items)
         budget = claude.output_reserve()
         reactive = auto and (refused is not None or not claude.proactive())
@@ -351,9 +360,9 @@ class ClaudeCodePolicy:
         if trigger == "manual":
             why = "/compact"
         elif trigger == "reactive":
-            size = f"{fmt(refused)} tokens" if refused else f"the agent's {fmt(tokens)}"
+            size = f"{fmt(refused)} tokens" if refused is not None else f"{fmt(tokens)} tokens"
             why = (
-                f"the provider refused the request ({size} > {fmt(claude.api_limit())}): "
+                f"the provider refused the request ({size} > {fmt(claude.provider_limit())}): "
                 "reactive compaction"
             )
         else:

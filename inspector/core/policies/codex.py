@@ -5,7 +5,7 @@
   that called tools, before sending the tools' outputs back (mid-turn), and before a new turn,
   before it records the user's message (pre-turn). Its figure (``get_total_token_usage``) is
   the last response's ``total_tokens`` plus its estimate (serialized bytes / 4) of the items
-  added after the last item the model wrote: in replay, the profile's ``replay_basis`` is
+  added after the last item the model wrote: in replay, the profile's ``measure_basis()`` is
   "anchor" (the overhead item holds the reported total less the estimate of what it covered)
   and the estimator is Codex's, so the context's total is that figure, less the new user turn
   (the user's message and the context updates recorded with it), which Codex records only

@@ -1,41 +1,51 @@
-"""OpenCode (``packages/opencode/src/session/compaction.ts``, early-2026 v1.1 era; reference 6).
+"""OpenCode 1.18 (``packages/opencode/src/session/{compaction,overflow,prompt,processor}.ts``),
+as real runs of ``opencode-ai`` 1.18.33 show it.
 
-- ``manage`` (before each request): overflow when the count **reaches** the usable window
-  (``count >= usable``, 168,000 for a 200K model) and ``compaction.auto`` is on; then
-  compaction: a user message (rendered to the model as "What did we do so far?"), the
-  compaction agent's assistant summary (kind SUMMARY) and, because it is automatic, the
-  synthetic user text "Continue if you have next steps, ...". The context is then those plus
-  whatever follows; the system prompt is rebuilt with every request, so system messages stay.
-  OpenCode prunes **once, after the prompt loop exits**, never per request: ``manage`` only
-  compacts and ``finish`` runs the prune (replay calls it at the end of a run).
-- ``prune``: tool **parts** are the unit (each TOOL_RESULT part of a message, newest first).
-  Walk messages newest first counting user turns and skip until ``protect_last_turns`` (2) have
-  been passed; stop entirely at an assistant summary and at the first already-compacted part
-  (its output reads ``[Old tool result content cleared]``, which is what OpenCode sends for a
-  part marked compacted). Only completed outputs count (ours: results that are not errors);
-  outputs of ``protected_tools`` (``skill``) are neither counted nor pruned. Each output is
-  estimated with the profile's rule; once the running total is strictly above
-  ``prune_protect`` the part is queued, and the queue is pruned only if it holds strictly more
-  than ``prune_minimum``. A pruned part's attachments go with it.
-- ``admit`` / ``truncate``: OpenCode's own tool-output truncation is not covered by the
-  reference nor the profile; nothing is modelled.
-- Newer versions keep a verbatim tail on compaction (``tail_turns``, ``preserve_recent_tokens``);
-  the profile models the early-2026 version, which keeps none.
+- The count (``isOverflow``): the **last answered request's** ``tokens.total`` (prompt plus
+  answer; else input + output + cache read + cache write) against ``usable``, not strict
+  (``count >= usable``). OpenCode checks at every step-finish and again at the start of a loop
+  on the last finished answer, so it decides *after* a request, from that request's figure:
+  ``after_request`` (replay gives it the figure of the request just answered). Nothing is
+  decided from the context about to be sent: ``manage`` does nothing.
+- The provider refusing a request as too long (``ContextOverflowError``): an **overflow**
+  compaction follows (``after_request`` with the refusal), unless ``compaction.auto`` is off.
+  It summarises what came before the last user message and sends that message again (a copy)
+  after the summary; what the refused turn had done since is dropped.
+- Compaction summarises the **head** and keeps a verbatim **tail** (``select``): user turns
+  (user messages that are not compaction requests, each up to the next one) are taken newest
+  first, at most ``tail_turns`` of them, while their size fits ``preserve_recent``; the first
+  that does not fit is split at the latest message from which the rest of it fits. Sizes are
+  OpenCode's estimate of the model messages' JSON (a quarter of its length; approximated
+  here). The context is then: the compaction request (rendered "What did we do so far?"), the
+  summary, the tail, and after an automatic compaction the synthetic "Continue if you have
+  next steps, ..." (after an overflow one, a copy of the last user message instead).
+- The summarised head stays in the session's history, hidden from the model (``visible``
+  false, no tokens): OpenCode's prune walks the whole history, not what the model sees.
+- Prune (``compaction.prune``, **off by default** in 1.18): once, when the prompt loop exits
+  (``finish``). It walks the history newest first counting user messages (compaction requests
+  and synthetic ones too) and skips until ``protect_last_turns`` (2) have been seen; then it
+  stops at an assistant summary or at an already-compacted output. Completed tool outputs
+  (``protected_tools`` excluded) are estimated ``Math.round(length / 4)``; past the first
+  ``prune_protect`` tokens they are queued, and marked only if they hold more than
+  ``prune_minimum``. A marked output reads ``[Old tool result content cleared]``.
+- ``admit`` / ``truncate``: OpenCode's own tool-output truncation is not modelled.
 """
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from inspector.core.estimate import estimate_text
-from inspector.core.model import Message, MessageKind, Part, PartType, Role
+from inspector.core.model import Message, MessageKind, Part, PartType, RequestRejected, Role
 from inspector.core.policies.base import (
     Action,
     ContextItem,
     Estimate,
+    ItemStatus,
     Policy,
     PolicyResult,
     Summarizer,
@@ -50,18 +60,52 @@ from inspector.core.policies.generic import (
     fmt,
     in_place,
     is_system,
-    is_user_turn,
+    is_tool_output,
     rebuild,
     require,
 )
 from inspector.core.profiles import OpenCodeProfile, Profile
 
+if TYPE_CHECKING:
+    from inspector.core.replay import Decision, Situation
+
 NAME = "opencode"
 COMPACTION_REQUEST_TEXT = "What did we do so far?"
+# the reason of a prune the files report without the parts it marked (a log beside stdouts)
+PARTS_NOT_SHOWN = "prune (the outputs it marked are not in these files)"
 CONTINUE_TEXT = (
     "Continue if you have next steps, or stop and ask for clarification if you are unsure how "
     "to proceed."
 )
+# the per-message and per-part JSON around the texts of a model message (role, type, ids)
+_MESSAGE_JSON = 30
+_PART_JSON = 30
+_CALL_JSON = 60
+
+
+def is_compaction_request(message: Message) -> bool:
+    """The user message that starts a compaction (OpenCode renders it "What did we do so
+    far?")."""
+    return (
+        message.role is Role.USER
+        and message.kind is MessageKind.META
+        and len(message.parts) == 1
+        and message.parts[0].text == COMPACTION_REQUEST_TEXT
+    )
+
+
+def is_user_message(message: Message) -> bool:
+    """What OpenCode's prune counts as a user message: every one, compaction requests and the
+    synthetic ones included, but not carriers of tool results nor bookkeeping of ours."""
+    if message.role is not Role.USER or is_tool_output(message):
+        return False
+    return message.kind is not MessageKind.META or is_compaction_request(message)
+
+
+def starts_turn(message: Message) -> bool:
+    """A user turn of ``select``: a user message the model sees that is not a compaction
+    request."""
+    return message.visible and is_user_message(message) and not is_compaction_request(message)
 
 
 @dataclass(frozen=True)
@@ -73,19 +117,19 @@ class PruneScan:
     parts: tuple[tuple[int, int], ...]  # (position, part index) queued, newest first
     stopped_by: str | None  # "summary" or "compacted"
     stopped_at: int | None  # the position where the scan stopped
-    turns: int  # user turns passed
+    turns: int  # user messages passed
     skipped_protected: int  # outputs of protected tools passed over
 
 
 def scan(items: Sequence[ContextItem], profile: OpenCodeProfile) -> PruneScan:
-    """The prune's backward walk over messages and parts, without pruning anything."""
+    """The prune's backward walk over the history, without pruning anything."""
     counted = pruned = turns = skipped = 0
     queued: list[tuple[int, int]] = []
     stopped_by: str | None = None
     stopped_at: int | None = None
     for position in range(len(items) - 1, -1, -1):
         message = items[position].message
-        if is_user_turn(message):
+        if is_user_message(message):
             turns += 1
         if turns < profile.protect_last_turns:
             continue
@@ -112,9 +156,91 @@ def scan(items: Sequence[ContextItem], profile: OpenCodeProfile) -> PruneScan:
     return PruneScan(counted, pruned, tuple(queued), stopped_by, stopped_at, turns, skipped)
 
 
+def model_json_chars(message: Message) -> int:
+    """About the length of the JSON of a message as OpenCode sends it to the model: its texts
+    as JSON strings and the fixed structure around them (role, part types, call ids)."""
+    chars = _MESSAGE_JSON
+    for part in message.parts:
+        if part.type is PartType.TOOL_CALL:
+            chars += _CALL_JSON + len(part.arguments or "")
+            chars += len(part.call_id or "") + len(part.tool_name or "")
+        elif part.type is PartType.IMAGE:
+            chars += _PART_JSON + len(part.media_type or "") + len(part.text)
+        else:
+            chars += _PART_JSON + len(json.dumps(part.text, ensure_ascii=False))
+            if part.type is PartType.TOOL_RESULT:
+                chars += len(part.call_id or "") + len(part.tool_name or "")
+    return chars
+
+
+def json_tokens(chars: int) -> int:
+    """``Token.estimate`` of a JSON text of ``chars`` characters: ``Math.round(chars / 4)``."""
+    return (chars + 2) // 4
+
+
+def _hidden(message: Message) -> Message:
+    return message.model_copy(update={"visible": False})
+
+
+def _visible_only(estimate: Estimate) -> Estimate:
+    """The agent's estimate for the messages the model sees; nothing for the hidden history."""
+
+    def measure(message: Message) -> int:
+        return estimate(message) if message.visible else 0
+
+    return measure
+
+
+@dataclass(frozen=True)
+class Tail:
+    start: int | None  # the position where the verbatim tail starts (None: no tail)
+    budget: int
+    turns: int  # user turns considered
+    split: bool  # the tail starts inside a turn
+
+
+def select_tail(
+    items: Sequence[ContextItem], positions: Sequence[int], opencode: OpenCodeProfile
+) -> Tail:
+    """``SessionCompaction.select`` over the messages at ``positions`` (in order): where the
+    verbatim tail starts."""
+    budget = min(opencode.preserve_recent(), opencode.usable())
+    limit = opencode.tail_turns
+    starts = [i for i, p in enumerate(positions) if starts_turn(items[p].message)]
+    if limit <= 0 or not starts:
+        return Tail(None, budget, 0, False)
+    ends = [*starts[1:], len(positions)]
+    turns = list(zip(starts, ends, strict=True))[-limit:]
+    chars = [model_json_chars(items[p].message) for p in positions]
+
+    def size(first: int, end: int) -> int:
+        return json_tokens(2 + sum(chars[first:end]))  # the messages as one JSON array
+
+    used = 0
+    keep: int | None = None
+    split = False
+    for first, end in reversed(turns):
+        tokens = size(first, end)
+        if used + tokens <= budget:
+            used += tokens
+            keep = first
+            continue
+        remaining = budget - used
+        if remaining > 0:
+            for start in range(first + 1, end):
+                if items[positions[start]].message.role is Role.TOOL:
+                    continue  # not where an OpenCode message starts
+                if size(start, end) <= remaining:
+                    keep, split = start, True
+                    break
+        break
+    if keep is None or keep == 0:
+        return Tail(None, budget, len(turns), False)
+    return Tail(positions[keep], budget, len(turns), split)
+
+
 class OpenCodePolicy:
     name = NAME
-    prune_after_loop = True  # replay: call ``finish`` once the run's prompt loop is over
 
     def admit(
         self,
@@ -133,16 +259,41 @@ class OpenCodePolicy:
         estimate: Estimate,
         summarizer: Summarizer,
     ) -> list[PolicyResult]:
-        """Auto-compaction on overflow; the prune is not per request (see ``finish``)."""
+        """Nothing: OpenCode decides after a request, from its answer (``after_request``)."""
+        require(profile, OpenCodeProfile, NAME)
+        return []
+
+    def after_request(
+        self,
+        items: Sequence[ContextItem],
+        profile: Profile,
+        estimate: Estimate,
+        summarizer: Summarizer,
+        *,
+        figure: int,
+        refused: RequestRejected | None = None,
+    ) -> list[PolicyResult]:
+        """What OpenCode does once a request is answered (``figure``: its count) or refused as
+        too long: an automatic compaction when the count reaches usable, an overflow one after
+        the refusal; either only when ``compaction.auto`` is on."""
         opencode = require(profile, OpenCodeProfile, NAME)
-        if not opencode.auto or not opencode.over_threshold(total(items)):
+        if not opencode.auto:
             return []
-        return [self._compact(items, opencode, estimate, summarizer, auto=True)]
+        usable = opencode.usable()
+        if refused is not None:
+            said = f" ({refused.reason})" if refused.reason else ""
+            why = f"the provider refused the request as too long{said}"
+            size = refused.tokens if refused.tokens is not None else figure
+            return [self._compact(items, opencode, estimate, summarizer, "overflow", why, size)]
+        if not opencode.over_threshold(figure):
+            return []
+        why = f"the last request's count {fmt(figure)} ≥ usable {fmt(usable)}"
+        return [self._compact(items, opencode, estimate, summarizer, "auto", why, figure)]
 
     def finish(
         self, items: Sequence[ContextItem], profile: Profile, estimate: Estimate
     ) -> list[PolicyResult]:
-        """What OpenCode does after the prompt loop exits: the prune, when it is enabled."""
+        """What OpenCode does when its prompt loop exits: the prune, when it is enabled."""
         opencode = require(profile, OpenCodeProfile, NAME)
         if not opencode.prune:
             return []
@@ -161,7 +312,10 @@ class OpenCodePolicy:
         opencode = require(profile, OpenCodeProfile, NAME)
         if not force and not opencode.prune:
             return unchanged(
-                Action.PRUNE, NAME, items, "compaction.prune is off: OpenCode does not prune"
+                Action.PRUNE,
+                NAME,
+                items,
+                "compaction.prune is off (the default): OpenCode does not prune",
             )
         return self._prune(items, opencode, estimate)
 
@@ -174,12 +328,14 @@ class OpenCodePolicy:
         *,
         force: bool = False,
     ) -> PolicyResult:
-        """Forced: a manual ``/compact`` (no "Continue" text). Otherwise the auto-compaction
-        ``manage`` would run."""
+        """Forced: a manual ``/compact`` (no "Continue" text). Otherwise what OpenCode would do
+        with the context's size as its count."""
         opencode = require(profile, OpenCodeProfile, NAME)
-        if force:
-            return self._compact(items, opencode, estimate, summarizer, auto=False)
         tokens = total(items)
+        if force:
+            return self._compact(
+                items, opencode, estimate, summarizer, "manual", "manual compaction", tokens
+            )
         usable = opencode.usable()
         if not opencode.over_threshold(tokens):
             return unchanged(
@@ -197,7 +353,8 @@ class OpenCodePolicy:
                 f"{fmt(tokens)} ≥ usable {fmt(usable)} but compaction.auto is off",
                 usable=usable,
             )
-        return self._compact(items, opencode, estimate, summarizer, auto=True)
+        why = f"{fmt(tokens)} ≥ usable {fmt(usable)}"
+        return self._compact(items, opencode, estimate, summarizer, "auto", why, tokens)
 
     def truncate(
         self,
@@ -210,6 +367,22 @@ class OpenCodePolicy:
         require(profile, OpenCodeProfile, NAME)
         return unchanged(
             Action.TRUNCATE, NAME, items, "OpenCode's tool-output truncation is not modelled"
+        )
+
+    def undetermined(self, recorded: Decision, profile: Profile, seen: Situation) -> str | None:
+        """Why a recorded decision cannot be replayed from this recording, if it cannot: which
+        outputs a prune marks, and what a compaction summarises, depend on messages a log of
+        requests does not hold."""
+        if recorded.kind == "prune" and recorded.detail == PARTS_NOT_SHOWN:
+            return (
+                "the outputs this prune marked are not in these files (a log's prune beside "
+                "stdouts): read opencode.db"
+            )
+        if seen.has_messages or recorded.kind not in ("prune", "compaction"):
+            return None
+        return (
+            f"the {recorded.kind} depends on the session's messages, which this file does not "
+            "hold (read opencode.db, or merge it with this file)"
         )
 
     # -- the two algorithms --------------------------------------------------------------
@@ -230,7 +403,7 @@ class OpenCodePolicy:
             "stopped_by": plan.stopped_by,
             "stopped_at": items[plan.stopped_at].id if plan.stopped_at is not None else None,
             "parts": len(plan.parts),
-            "when": "once, after the prompt loop exits",
+            "when": "once, when the prompt loop exits",
         }
         found = f"found: pruned={plan.pruned} total={plan.total}"
         if plan.pruned <= opencode.prune_minimum:
@@ -254,8 +427,8 @@ class OpenCodePolicy:
             NAME,
             items,
             replacements,
-            estimate,
-            reason=f"{found}; marked {len(plan.parts)} tool parts compacted",
+            _visible_only(estimate),
+            reason=f"{found}; marked {len(plan.parts)} tool outputs compacted",
             details=details,
         )
 
@@ -265,21 +438,48 @@ class OpenCodePolicy:
         opencode: OpenCodeProfile,
         estimate: Estimate,
         summarizer: Summarizer,
-        *,
-        auto: bool,
+        trigger: str,
+        why: str,
+        count: int,
     ) -> PolicyResult:
-        tokens = total(items)
         budget = opencode.max_output()
         details: dict[str, Any] = {
-            "auto": auto,
+            "trigger": trigger,
             "usable": opencode.usable(),
-            "count": tokens,
+            "count": count,
+            "figure": count,  # what OpenCode compared with usable (explain's "projected")
+            "decided_on": count,  # the decision's before: the count that crossed
             "summary_budget": budget,
         }
-        body = [i for i, item in enumerate(items) if not is_system(item.message)]
-        if not body:
+        shown = [
+            p
+            for p, item in enumerate(items)
+            if item.message.visible and not is_system(item.message)
+        ]
+        # a compaction request already there (the recording's own) is this compaction's
+        request = shown[-1] if shown and is_compaction_request(items[shown[-1]].message) else None
+        candidates = [p for p in shown if p != request]
+        replayed: int | None = None  # the user message an overflow compaction sends again
+        dropped: list[int] = []  # what followed it: neither summarised nor kept
+        if trigger == "overflow":
+            users = [p for p in candidates if starts_turn(items[p].message)]
+            if users:
+                replayed = users[-1]
+                dropped = [p for p in candidates if p > replayed]
+                candidates = [p for p in candidates if p < replayed]
+        tail = select_tail(items, candidates, opencode)
+        head = [p for p in candidates if tail.start is None or p < tail.start]
+        kept = [p for p in candidates if tail.start is not None and p >= tail.start]
+        details.update(
+            preserve_recent=tail.budget,
+            tail_turns=opencode.tail_turns,
+            tail_start=items[tail.start].id if tail.start is not None else None,
+            tail_split=tail.split,
+            summarised=len(head),
+        )
+        if not head:
             return unchanged(Action.COMPACT, NAME, items, "nothing to compact", **details)
-        summary = summarizer.summarize([items[i].message for i in body], budget)
+        summary = summarizer.summarize([items[p].message for p in head], budget)
         if not summary:
             return unchanged(
                 Action.COMPACT,
@@ -289,30 +489,64 @@ class OpenCodePolicy:
                 failed=True,
                 **details,
             )
-        anchor = items[body[-1]].id
-        added: list[Message] = [
-            _user(f"{anchor}:opencode-compaction", COMPACTION_REQUEST_TEXT),
-            summary_message(f"{anchor}:opencode-summary", summary, role=Role.ASSISTANT),
-        ]
-        if auto:
-            added.append(_user(f"{anchor}:opencode-continue", CONTINUE_TEXT))
-        systems = [i for i, item in enumerate(items) if is_system(item.message)]
-        slots: list[Slot] = [*systems, *added]
-        trigger = (
-            f"{fmt(tokens)} ≥ usable {fmt(opencode.usable())}: auto-compaction"
-            if auto
-            else "manual compaction"
+        anchor = items[head[-1]].id
+        slots: list[Slot] = []
+        gone = {*head, *dropped}
+        if replayed is not None:
+            gone.add(replayed)
+        for position, item in enumerate(items):
+            if position in gone:
+                slots.append((position, _hidden(item.message)))
+            elif position != request:
+                slots.append(position)
+        slots.append(
+            request
+            if request is not None
+            else _user(f"{anchor}:opencode-compaction", COMPACTION_REQUEST_TEXT, MessageKind.META)
         )
-        result = rebuild(Action.COMPACT, NAME, items, slots, estimate, reason="", details=details)
+        slots.append(summary_message(f"{anchor}:opencode-summary", summary, role=Role.ASSISTANT))
+        if request is None:
+            # the recording's own compaction brings its continuation after its summary
+            if trigger == "auto":
+                slots.append(
+                    _user(f"{anchor}:opencode-continue", CONTINUE_TEXT, MessageKind.ATTACHMENT)
+                )
+            elif trigger == "overflow" and replayed is not None:
+                copy = items[replayed].message
+                slots.append(
+                    copy.model_copy(
+                        update={"id": f"{copy.id}:opencode-replay", "kind": MessageKind.ATTACHMENT}
+                    )
+                )
+        result = rebuild(
+            Action.COMPACT,
+            NAME,
+            items,
+            slots,
+            _visible_only(estimate),
+            reason="",
+            details=details,
+            modified=ItemStatus.SUMMARIZED,
+        )
+        if dropped or replayed is not None:
+            lost = {items[p].id for p in dropped}
+            if replayed is not None:
+                lost.add(items[replayed].id)  # a copy of it follows the summary
+            result.changes = [
+                replace(c, status=ItemStatus.DROPPED) if c.id in lost else c for c in result.changes
+            ]
+        kept_note = f", {len(kept)} kept verbatim" if kept else ", no verbatim tail"
         result.reason = (
-            f"{trigger}: {len(body)} messages summarised, {fmt(tokens)} -> "
-            f"{fmt(result.tokens_after)} tokens"
+            f"{why}: {trigger} compaction, {len(head)} messages summarised{kept_note}; "
+            f"{fmt(result.tokens_before)} -> {fmt(result.tokens_after)} tokens"
         )
         return result
 
 
-def _user(message_id: str, text: str) -> Message:
-    return Message(id=message_id, role=Role.USER, parts=(Part(type=PartType.TEXT, text=text),))
+def _user(message_id: str, text: str, kind: MessageKind) -> Message:
+    return Message(
+        id=message_id, role=Role.USER, kind=kind, parts=(Part(type=PartType.TEXT, text=text),)
+    )
 
 
 POLICY: Policy = OpenCodePolicy()

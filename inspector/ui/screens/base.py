@@ -11,6 +11,7 @@ from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from inspector.core.stats import window_source
 from inspector.ui import plain
 from inspector.ui.widgets.header_bar import HeaderBar, shorten_left
 
@@ -89,6 +90,7 @@ class SessionScreen(Screen[None]):
             tokenizer=loaded.tokenizer_label,
             follow=follow,
             what_if=state.what_if,
+            window_assumed=window_source(state.session, state.profile) == "default",
         )
 
     def refresh_body(self, state: SessionState) -> None:

@@ -60,6 +60,7 @@ class HeaderBar(Widget):
         self.profile = ""
         self.model: str | None = None
         self.window = 0
+        self.window_assumed = False  # the profile's default: the input does not record it
         self.tokenizer = ""
         self.follow: str | None = None
         self.what_if: str | None = None
@@ -78,13 +79,16 @@ class HeaderBar(Widget):
         tokenizer: str,
         follow: str | None,
         what_if: str | None = None,
+        window_assumed: bool = False,
     ) -> None:
-        """Show these values; ``follow`` None means a saved file, ``what_if`` labels a branch."""
+        """Show these values; ``follow`` None means a saved file, ``what_if`` labels a branch,
+        ``window_assumed`` says the window is the profile's default, not the agent's."""
         self.file = file
         self.format = format
         self.profile = profile
         self.model = model
         self.window = window
+        self.window_assumed = window_assumed
         self.tokenizer = tokenizer
         self.follow = follow
         self.what_if = what_if
@@ -92,6 +96,8 @@ class HeaderBar(Widget):
 
     def _details(self) -> str:
         window = f"window {self.window:,}" if self.window > 0 else "window unknown"
+        if self.window > 0 and self.window_assumed:
+            window += " (assumed)"
         fields = [
             f"format {self.format}",
             f"profile {self.profile}",
