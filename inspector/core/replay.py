@@ -530,10 +530,12 @@ def _replay(
         reactive: set[int] = set()  # the results of a refusal
         with context.with_overhead(figure - context.total, True) as items:
             if event.trigger == MANUAL:
+                # (an empty replayed context holds nothing of what the user compacted: a
+                # resumed run's file that starts with the compaction; its figure stands)
                 decision = Decision(
                     at,
                     "compaction",
-                    figure,
+                    figure if context.items else event.tokens_before,
                     event.tokens_after,
                     f"{MANUAL}: the user's command (the recorded result taken)",
                     trigger=MANUAL,
@@ -569,9 +571,9 @@ def _replay(
                     result.details.get("decided_on", result.tokens_before),
                     event.tokens_after if compaction else result.tokens_after,
                     result.reason,
-                    bool(result.details.get("persistent", True)),
-                    result.tokens_before if compaction else _figure(result),
-                    REACTIVE if id(result) in reactive else "",
+                    persistent=bool(result.details.get("persistent", True)),
+                    figure=result.tokens_before if compaction else _figure(result),
+                    trigger=REACTIVE if id(result) in reactive else "",
                 )
             )
             adopted = adopted or compaction
@@ -728,7 +730,7 @@ def _replay(
                             f"{result.reason} ({FAILED_HERE})" if failed else result.reason,
                             persistent,
                             _figure(result),
-                            REACTIVE if id(result) in reactive else "",
+                            trigger=REACTIVE if id(result) in reactive else "",
                         )
                     )
                     if before is None:

@@ -262,6 +262,11 @@ def test_manual_compactions_in_the_invocations_stdout(
         assert boundaries(stream) == [(4, "manual", *figures)]
         data = one(capsys, "stats", str(stream))
         assert data["steps"] == 0  # num_turns 0: /compact sends no request of its own
+        # the user's command is made again; the replay holds nothing of what it compacted
+        # (the invocation's stdout starts with it), so its figures are the recorded ones
+        replayed = one(capsys, "replay", str(stream))
+        assert compactions(replayed) == [(1, "manual", *figures)]
+        assert replayed["agreement"] == 1.0 and replayed["disagreements"] == []
     streams = [str(folder / f"stream-json.stdout.{n}.jsonl") for n in range(1, 6)]
     path = manual(corpus)
     merged = one(capsys, "stats", "--merge", str(path), *streams)

@@ -23,6 +23,7 @@ from inspector.core.model import (
     Part,
     PartType,
     Pruned,
+    RequestRejected,
     RequestSent,
     Role,
     ToolOutputAction,
@@ -42,7 +43,7 @@ from inspector.core.policies.base import (
     total,
     unchanged,
 )
-from inspector.core.profiles import PROFILE_NAMES, Profile
+from inspector.core.profiles import PROFILE_NAMES, GenericProfile, Profile
 from inspector.core.replay import (
     Decision,
     Situation,
@@ -534,3 +535,63 @@ def test_the_after_request_hook_and_undetermined_decisions() -> None:
     assert (compaction.step, compaction.tokens_before) == (6, 510)
     assert [(d.kind, why) for d, why in result.undetermined] == [("prune", "not in the file")]
     assert result.agreement == 1.0  # the prune is not counted either way
+
+
+class LimitedProfile(GenericProfile):
+    """A provider that refuses a request over 450 tokens."""
+
+    def provider_limit(self) -> int:
+        return 450
+
+
+@dataclass
+class ReactivePolicy(HookedPolicy):
+    """Compacts (whatever the figure: ``limit`` -1) only once the provider refused a request;
+    notes what ``undetermined`` is given."""
+
+    heard: list[tuple[int, int | None]] = field(default_factory=list)
+    seen: dict[int, Situation] = field(default_factory=dict)
+
+    def after_request(
+        self,
+        items: Any,
+        profile: Any,
+        estimate: Any,
+        summarizer: Any,
+        *,
+        figure: int,
+        refused: RequestRejected | None = None,
+    ) -> list[PolicyResult]:
+        if refused is None:
+            return []
+        self.heard.append((figure, refused.tokens))
+        return super().after_request(items, profile, estimate, summarizer, figure=figure)
+
+    def undetermined(self, recorded: Decision, profile: Any, seen: Situation) -> str | None:
+        self.seen[recorded.step] = seen
+        return None
+
+
+def test_a_request_over_the_providers_limit_is_refused_and_the_agent_hears_it() -> None:
+    """The profile gives the provider's limit: the replayed request of 510 (step 5) is over
+    it, so the policy hears the refusal before request 6, and compacts there, as recorded."""
+    session = recorded_run()
+    policy = ReactivePolicy(limit=-1)
+    result = replay(
+        session, LimitedProfile(), estimate=chars4, summarizer=EchoSummarizer(), policy=policy
+    )
+    assert policy.heard == [(510, 510)]
+    (compaction,) = result.decisions
+    assert (compaction.step, compaction.kind, compaction.trigger) == (6, "compaction", "reactive")
+    assert result.agreement == 1.0
+    # what the replay knew at the recorded compaction's step: the figure, and the refusal
+    seen = policy.seen[6]
+    assert seen.has_messages and seen.figure == 610
+    assert seen.refused is not None and (seen.refused.tokens, seen.refused.limit) == (510, 450)
+    # without the provider's limit nothing was refused: the agent never compacts
+    unlimited = ReactivePolicy(limit=-1)
+    plain = replay(
+        session, profile(), estimate=chars4, summarizer=EchoSummarizer(), policy=unlimited
+    )
+    assert unlimited.heard == [] and plain.decisions == [] and plain.agreement == 0.0
+    assert unlimited.seen[6].refused is None
