@@ -389,7 +389,8 @@ def _replay(
     provider_limit = profile.provider_limit()
     refusals: dict[int, RequestRejected] = {}  # the recording's, by the refused request's step
     unheard: ReplayStep | None = None  # the latest request, whose outcome the policy has not heard
-    situations: dict[int, Situation] = {}  # what the replay knew at each step's first check
+    # what the replay knew at each step's first check (for ``judge``)
+    situations: dict[int, Situation] = {}
     loop_ran = False  # a request was sent since the agent's loop last ended
     failed_at = 0  # the step in whose build-up the recording's compaction failed
     last_overhead = 0
@@ -558,7 +559,8 @@ def _replay(
                         reactive.update(map(id, more))
                         fired += more
             before = items[:] if fired else []
-        situations.setdefault(at, Situation(True, figure, refused))
+        if judge is not None:
+            situations.setdefault(at, Situation(True, figure, refused))
         adopted = event.trigger == MANUAL
         for result in fired:
             kind = _KIND_OF_ACTION.get(result.action, result.action.value)
@@ -673,7 +675,8 @@ def _replay(
                     work = _after(items, fired)
                     managed = policy.manage(work, profile, estimate, summarizer)
                     fired += [r for r in managed if r.fired]
-                situations.setdefault(step, Situation(has_messages, pre, heard_refusal))
+                if judge is not None:
+                    situations.setdefault(step, Situation(has_messages, pre, heard_refusal))
                 # what the fired results acted on, copied once one of them is recorded
                 before: list[ContextItem] | None = None
                 replayed_reduction = 0

@@ -425,7 +425,9 @@ class Policy(Protocol):
     and returns None when the output enters as it is, else a result about that output alone;
     ``manage`` runs before each model request and returns what the agent does there, in order
     (an empty list when it does nothing); ``prune``, ``compact`` and ``truncate`` are the
-    actions a user can trigger by hand (``force=True``) with this agent's algorithm.
+    actions a user can trigger by hand (``force=True``) with this agent's algorithm. Replay
+    also calls the optional ``after_request``, ``finish`` and ``undetermined`` of a policy that
+    defines them (``inspector.core.replay``: ``AfterRequest``, ``LoopEnd``, ``Undetermined``).
     """
 
     name: str
