@@ -287,15 +287,16 @@ def calibrate(profile: Profile, session: Session) -> Profile:
     if isinstance(profile, OpenCodeProfile) and any(True for _ in session.events_of(Pruned)):
         # OpenCode 1.18 prunes (and logs its attempts) only with compaction.prune on
         found["prune"] = True
+    # the guard's latest target with its window (a log may learn its limit along the way)
     for _, event in session.events_of(GuardEvaluated):
         if isinstance(event, GuardEvaluated) and event.targets:
             target = event.targets[0]
-            found.update(
-                context_window=target.context_window,
-                buffer_tokens=target.buffer_tokens,
-                max_output_tokens=target.max_output_tokens,
-            )
-            break
+            if target.context_window > 0:
+                found.update(
+                    context_window=target.context_window,
+                    buffer_tokens=target.buffer_tokens,
+                    max_output_tokens=target.max_output_tokens,
+                )
     recorded = session.info.get("settings")
     if session.info.get("profile") == profile.name and isinstance(recorded, dict):
         try:  # what the export was made with wins over the source's own figures
@@ -611,11 +612,16 @@ def merge_streams(
     )
     for path, spec in zip(paths, specs, strict=True):
         session.add_source(str(path), spec.name)
-    names = {spec.name for spec in specs}
-    covered = {i for i, spec in enumerate(specs) if names.intersection(spec.covered_by)}
-    merged = merge_events(streams)
-    if covered:
-        merged = [e for e in merged if not _covered(e, covered)]
+    merged: list[Event] | None = None
+    own = specs[0].stream_merge
+    if own is not None and all(spec.stream_merge is own for spec in specs):
+        merged = own(streams, [spec.name for spec in specs])  # the streams' own way to merge
+    if merged is None:
+        names = {spec.name for spec in specs}
+        covered = {i for i, spec in enumerate(specs) if names.intersection(spec.covered_by)}
+        merged = merge_events(streams)
+        if covered:
+            merged = [e for e in merged if not _covered(e, covered)]
     session.append(merged)
     return LoadedSession(
         session, paths[0], primary, profile, counter, parsers[0], label="merged", paths=list(paths)

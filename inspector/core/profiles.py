@@ -63,7 +63,9 @@ class Profile(BaseModel):
     setting_aliases: ClassVar[Mapping[str, str]] = types.MappingProxyType({})
     # The figure the agent compares with its limit before a request, as replay rebuilds it:
     # "request" = the request's own reported size (the prompt it is about to send); "anchor" =
-    # the latest figure reported before it plus the agent's estimate of what came since.
+    # the latest figure reported before it plus the agent's estimate of what came since;
+    # "guard" = the projection the agent's own guard logged at its turn preflight
+    # (``GuardEvaluated`` with trigger turn_preflight), for a log of figures without messages.
     replay_basis: ClassVar[str] = "request"
     warning_field: ClassVar[str] = "warning_ratio"  # the setting that places the warning level
     # settings that are the model's, which the agent's files do not record: their defaults are
@@ -375,6 +377,7 @@ class AiAgentProfile(Profile):
     tool_response_max_bytes: Tokens = 12_288  # defaults.toolResponseMaxBytes
 
     threshold_strict: ClassVar[bool] = True
+    replay_basis: ClassVar[str] = "guard"
 
     @field_validator("tokenizer")
     @classmethod

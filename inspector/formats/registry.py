@@ -95,6 +95,12 @@ class FormatSpec:
     # one session of several inputs of one run (``--merge``), for an agent whose files are not
     # all streams (a database beside its log): every input's path and format, in order
     merge: Callable[[Sequence[Path], Sequence[FormatSpec]], list[SnapshotSession]] | None = None
+    # how streams of one run merge when these formats know better than their order by time:
+    # given each stream's events and its format's name, the events of the one session (None:
+    # not a combination they know); used when every stream merged names the same function
+    stream_merge: (
+        Callable[[Sequence[Sequence[Event]], Sequence[str]], list[Event] | None] | None
+    ) = None
 
     def make_parser(self, source: int = 0, path: str = "") -> Parser:
         """A stream parser for this format (only for formats that have one)."""

@@ -358,9 +358,17 @@ def test_logfmt_guard_spill_subagent_and_one_final_turn_per_turn() -> None:
         (ToolOutputAction.DROPPED, "fs__Grep", 40200, 160800),
     ]
     assert changes[1].limit_tokens == 87808 and changes[1].replacement
+    # stored for its size: no budget figure; refused: the record's own figures
+    assert changes[0].projected_tokens is None and changes[1].projected_tokens == 100800
     guard = of(GuardEvaluated, got)
-    assert len(guard) == 1 and guard[0].status is GuardStatus.SKIP
-    target = guard[0].targets[0]
+    # each request's evaluation (the prepared line's counters), and the skip
+    assert [(g.status, g.projected) for g in guard] == [
+        (GuardStatus.OK, 20500),
+        (GuardStatus.SKIP, 95000),
+        (None, 96000),  # after the final turn was decided: it decides nothing more
+    ]
+    assert (guard[0].current, guard[0].pending, guard[0].new) == (20000, 500, 0)
+    target = guard[1].targets[0]
     assert (target.provider, target.model, target.limit, target.projected, target.blocked) == (
         "openai",
         "gpt-4o",
@@ -379,15 +387,18 @@ def test_logfmt_guard_spill_subagent_and_one_final_turn_per_turn() -> None:
     # the sub-agent's own context figure stays text: it must not count on the main timeline
     assert [m.tokens for m in of(ContextMeasured, got)] == [20500, 96000]
     forced = of(FinalTurnForced, got)
+    # the final turn detected for the turn limit, with the context's figures of the notice
+    # that follows it; a notice after the last request starts a final turn of its own
     assert [
         (f.reason, f.turn, f.max_turns, f.projected_tokens, f.limit_tokens) for f in forced
     ] == [
-        ("max_turns", 4, 4, None, None),
+        ("max_turns", 4, 4, 96000, 87808),
         ("context_limit_exceeded", 5, None, 99000, 87808),
     ]
     assert [e.text for e in of(LogLine, got)] == [
         "LLM request prepared [ctx 0, new 900, expected 900 + output 32000 = 32% of 128000]",
-        "Context limit exceeded during turn execution; proceeding with final turn.",
+        "Final turn detected (turn=4/4, reason=max_turns); removing all tools to force "
+        "final-report.",
     ]
 
 
