@@ -24,7 +24,11 @@ On top of that:
   ``RequestSent(model)``; the first request after an ``enforce`` is marked ``final_turn``.
 - ``enforce`` -> ``FinalTurnForced(reason="context")`` with the first blocked entry's projected,
   limit, provider and model (one per request: a second ``enforce`` before the next request is
-  only a ``DebugTopic``).
+  only a ``DebugTopic``). At the tool preflight (``trigger: 'tool_preflight'``) after a tool
+  evaluation, the reservation it refused is also ``ToolOutputChanged(dropped)`` (tokens = the
+  evaluation's ``extraTokens``): in this version the tools drop a refused output for the
+  failure stub. A later refusal (no ``enforce``) looks like a storage preview here: only the
+  log names it.
 - ``schema-estimate`` -> also ``SessionInfo(extra={"tool_schema_tokens", "tool_count"})`` when
   they change; the model of a ``build-metrics`` (when it changes) -> ``SessionInfo(model,
   context_window)`` with the window its target printed.
@@ -42,29 +46,50 @@ by ``ts=`` anywhere in the line), the plain ``[VRB] → [0.0] type remote: messa
 at the start and the ``[VRB] ← [0.0] agent EXIT-...`` line at the end. ``aiagent-console``
 reads the rich console format ``{SEV} {turn}.{subturn} {→|←} {LLM|MCP|RST|AGN|INT} {agent}:
 {context} {message}`` (``--telemetry-log-format console``), whose figures are in the text only.
-Both share one message interpreter (``_Interpreter``):
+Both share one message interpreter (``_Interpreter``), which also follows the guard's counters
+from what the log gives (``current`` = the request's ``expected``, then the answer's
+``ctx_tokens``; ``new`` += each admitted output's ``tokens_estimated`` (the guard's own
+reservation) and a refused output's stub; enforcing commits ``pending`` and zeroes ``new``), so
+that the guard's evaluation at a decision can be shown as the agent made it:
 
 - ``LLM request prepared [ctx C, new N, expected E + output O = P% of W]`` ->
-  ``ContextMeasured(E, limit=W, label="LLM request prepared")`` then ``RequestSent(model,
-  final_turn)`` (`` (final turn)`` suffix or ``final_turn=true``). E is the request's size by the
-  guard's count, the same figure ``build-metrics`` gives (C alone leaves out the new messages;
-  P counts the buffer and the output reserve, so it is not kept as a percentage of W).
+  ``GuardEvaluated(current=C, pending=N, projected=E)`` with the target as the log gives it (the
+  window W, the output reserve O, the limit the agent logged for that model, else the buffer that
+  makes P come out: the default 8,192 when it does), then ``ContextMeasured(E, limit=W,
+  label="LLM request prepared")`` then ``RequestSent(model, final_turn)`` (`` (final turn)`` or
+  ``final_turn=true``). E is the request's size by the guard's count, the same figure
+  ``build-metrics`` gives, and the figure the step shows (the provider's usage stays beside it).
+  After the guard forced the final turn the evaluation has no status: it decides nothing.
 - ``LLM response received`` -> ``UsageReported`` (input, cache read, cache write, output; the
-  input excludes the cache: ``ctx_tokens = in + cR + cW + out``).
-- ``Context budget exceeded (...) Forcing final turn.`` -> ``FinalTurnForced(reason="context")``;
-  ``Final turn detected (turn=T/M, reason=R)`` -> ``FinalTurnForced(reason=R, turn, max_turns)``;
-  ``Context limit exceeded; forcing final turn.`` (or ``... during turn execution; proceeding
-  with final turn.``) -> ``FinalTurnForced(reason="context_limit_exceeded")``. One forced final
-  turn per turn: once one is emitted, another for the same turn, or any before the next request
-  (the forced final turn is the next request), is only a ``LogLine``.
+  input excludes the cache: ``ctx_tokens = in + cR + cW + out``), its ``context_tokens`` the
+  request's E: the step keeps the agent's own figure.
+- ``Context budget exceeded (p:m - projected P tokens vs limit L). Forcing final turn.`` ->
+  ``GuardEvaluated`` at the decision (the counters followed so far, adding up to P; at the tool
+  preflight the refused output is ``extra``; status final at the turn preflight) then
+  ``FinalTurnForced(reason="context", P, L)``; the counters are then enforced. ``Final turn
+  detected (turn=T/M, reason=R)`` waits for the next record of its agent: a budget (or limit)
+  notice completes it (turn and maximum from one, figures from the other, in either order);
+  anything else releases it as ``FinalTurnForced(reason=R, turn, max_turns)``. ``Context limit
+  exceeded; forcing final turn.`` (or ``... during turn execution; proceeding with final turn.``,
+  which enforces again) carries the figure after enforcement: it completes a held final turn, or
+  alone is ``FinalTurnForced(reason="context_limit_exceeded")``. One forced final turn per turn:
+  once one is emitted, another for the same turn, or any before the next request (the forced
+  final turn is the next request), is only a ``LogLine``.
 - ``Projected context size P tokens exceeds limit L for p:m; continuing turn ...`` ->
   ``GuardEvaluated(status=skip, projected=P, targets=(p, m, limit L, blocked))``; the target's
   window is the last one an ``LLM request prepared`` gave for that model (0 when unknown).
-- ``Tool 'X' output dropped: context window budget exceeded (N tokens, limit L).`` and
-  ``Tool 'X' output dropped after execution: token budget exceeded.`` -> ``ToolOutputChanged
-  (dropped)`` with the record's byte and token details and the replacement text
-  ``(tool failed: context window budget exceeded)``; ``Tool 'X' output stored for tool_output
-  (token_budget, N bytes).`` -> ``ToolOutputChanged(spilled)``.
+- ``Tool 'X' output dropped: context window budget exceeded (N tokens, limit L).`` (the
+  executor's, with its projection) and ``Tool 'X' output dropped after execution: token budget
+  exceeded.`` (the tools', ``tokens_estimated`` = the reservation) -> ``ToolOutputChanged
+  (dropped)`` with the replacement ``(tool failed: context window budget exceeded)``; the
+  projection is the record's, else that of the ``Context budget exceeded`` the refusal caused
+  just before, else the counters plus the output (a ``GuardEvaluated`` of that reservation
+  before it). ``Tool 'X' output stored for tool_output (R, N bytes)`` -> ``ToolOutputChanged
+  (spilled)`` (tokens and bytes of the record), its size after from the preview of the handle
+  that follows; for the token budget (R ``token_budget`` or ``reserve_failed``) with the figure
+  it would have made (the counters plus its token count; the guard's own estimate wraps the
+  output as a message, a few tokens more) and that evaluation before it; for its size
+  (``size_cap``) no figure.
 - ``session initialized (txnId: X)`` -> ``SessionInfo(agent="ai-agent", session_id=X)``; an
   ``EXIT-...`` record -> ``SessionInfo(extra={"outcome": ...})`` (the process's final
   ``[VRB] ← ... agent EXIT-...`` line goes to ``extra["exit"]``, and to ``outcome`` when no record
@@ -79,16 +104,9 @@ Both share one message interpreter (``_Interpreter``):
 A record that starts like logfmt (``ts=``) but cannot be read, or a console line with a severity
 prefix but no valid header, is a ``ParseIssue``; other text on stderr is a ``LogLine``.
 
-Merging the streams of one run (``--merge``): the debug blocks on stdout carry no timestamps,
-the stderr records do, and both mark every LLM request (the figures of the ``LLM request
-prepared`` line come from ``buildMetrics``, which prints ``build-metrics``; the real run has
-three of each). So the n-th ``RequestSent`` of the debug stream is the n-th of the stderr
-stream (as long as no sub-agent adds requests of its own to stdout): the merged session
-keeps the stderr one (it has the time, the turn and the final-turn flag) and drops the debug
-one, and the debug events before the n-th debug request go just before the n-th stderr request.
-Both give the same ``ContextMeasured`` figure for a request. The forced final turn appears in
-both streams (``enforce`` on stdout, the ``Context budget exceeded`` warning on stderr): a merge
-should keep one per step. The debug stream cannot tell a sub-agent's blocks from the parent's.
+Merging the streams of one run (``--merge``) is ``aiagent_merge``: one request per call, the
+debug stream's evaluations, one forced final turn at its ``enforce`` with the log's figures,
+each refused or stored output at the evaluation that decided it.
 """
 
 from __future__ import annotations
