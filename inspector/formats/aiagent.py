@@ -527,6 +527,7 @@ class _ThreadState:
     sent: int | None = None  # the latest request's size by the agent's count (``expected``)
     tools_running: bool = False  # after a request, before its answer: the turn's tools run
     refused: tuple[int, int] | None = None  # a tool preflight just refused: (projected, limit)
+    evaluated: int | None = None  # the executor just logged its refusal at this projection
 
     @property
     def base(self) -> int:
@@ -668,11 +669,20 @@ class _Interpreter:
             if state.target:
                 self.limits[state.target] = limit
             projected = _int(d.get("projected_tokens"))
-            event = self.tool_output(
-                rec, ToolOutputAction.DROPPED, m.group(1), tokens, limit, projected
+            out: list[Event] = []
+            if projected is not None:  # the executor's own evaluation, which forces next
+                out.append(
+                    self.decision(rec, state, state.target, projected, TOOL_PREFLIGHT, tokens)
+                )
+                state.evaluated = projected
+                state.tools_running = True
+            out.append(
+                self.tool_output(
+                    rec, ToolOutputAction.DROPPED, m.group(1), tokens, limit, projected
+                )
             )
             state.new += stub_tokens()
-            return [event]
+            return out
         if m := _RE_DROPPED_AFTER.search(text):
             return self.dropped(rec, state, m.group(1))
         if m := _RE_STORED.search(text):
@@ -884,39 +894,42 @@ class _Interpreter:
             turn=notice[1] if notice is not None else None,
             max_turns=notice[2] if notice is not None else None,
         )
-        decision = self.decision(rec, state, key, projected, trigger)
+        # the executor logs its refusal (and its evaluation) before it forces the final turn
+        logged = state.evaluated == projected
+        state.evaluated = None
+        decision = [] if logged else [self.decision(rec, state, key, projected, trigger)]
         state.enforce()
-        if trigger == TOOL_PREFLIGHT:
+        if trigger == TOOL_PREFLIGHT and not logged:
             state.refused = (projected, limit)
         if forced and isinstance(forced[0], FinalTurnForced):
-            return [decision, *forced]
+            return [*decision, *forced]
         return forced
 
     def decision(
-        self, rec: _Record, state: _ThreadState, key: str, projected: int, trigger: str
+        self,
+        rec: _Record,
+        state: _ThreadState,
+        key: str,
+        projected: int,
+        trigger: str,
+        extra: int | None = None,
     ) -> GuardEvaluated:
-        """The evaluation that forced the final turn: ``current`` the latest figure, ``new`` the
-        outputs admitted since, ``extra`` (at a tool preflight) the output refused; what the log
-        leaves unsized goes to ``new`` (or ``extra``), what it over-counts comes off."""
-        current, pending, new = state.current, state.pending, state.new
-        extra = 0
-        rest = projected - current - pending - new
+        """The guard's evaluation at a decision: ``current`` the latest figure, ``new`` the
+        outputs admitted since, ``extra`` (at a tool preflight) the output asked for (given, or
+        what the projection holds beyond the counters); the counters add up to the logged
+        projection: what the log leaves unsized goes to ``new``, what it over-counts comes off
+        ``new``, then ``pending``, then ``current``."""
+        counters = [state.current, state.pending, state.new]
+        if extra is None:
+            extra = max(0, projected - sum(counters)) if trigger == TOOL_PREFLIGHT else 0
+        rest = projected - sum(counters) - extra
         if rest >= 0:
-            if trigger == TOOL_PREFLIGHT:
-                extra = rest
-            else:
-                new += rest
-        else:
-            for name in ("new", "pending", "current"):
-                value = {"new": new, "pending": pending, "current": current}[name]
-                taken = min(value, -rest)
-                rest += taken
-                if name == "new":
-                    new -= taken
-                elif name == "pending":
-                    pending -= taken
-                else:
-                    current -= taken
+            counters[2] += rest
+        for index in (2, 1, 0):
+            taken = min(counters[index], max(0, -rest))
+            counters[index] -= taken
+            rest += taken
+        current, pending, new = counters
         target = self.target(key, projected)
         return GuardEvaluated(
             current=current,
@@ -1039,19 +1052,8 @@ class _Interpreter:
 
     def reservation(self, rec: _Record, state: _ThreadState, tokens: int) -> GuardEvaluated:
         """The guard's evaluation of an output it is asked to admit: the counters plus it."""
-        projected = state.base + tokens
-        target = self.target(state.target, projected)
-        return GuardEvaluated(
-            current=state.current,
-            pending=state.pending,
-            new=state.new,
-            schema_tokens=state.schema,
-            extra=tokens,
-            projected=projected,
-            targets=(target,) if target is not None else (),
-            trigger=TOOL_PREFLIGHT,
-            timestamp=rec.timestamp,
-            span=rec.span,
+        return self.decision(
+            rec, state, state.target, state.base + tokens, TOOL_PREFLIGHT, extra=tokens
         )
 
     def stored(self, rec: _Record, thread: str, tool: str, reason: str, size: int) -> list[Event]:
