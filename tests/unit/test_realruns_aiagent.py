@@ -17,6 +17,7 @@ from inspector.core.model import (
     ContextMeasured,
     FinalTurnForced,
     GuardEvaluated,
+    LogLine,
     RequestSent,
     SessionInfo,
     ToolOutputAction,
@@ -260,6 +261,15 @@ def test_guard_store(corpus: Path, capsys: pytest.CaptureFixture[str], stream: s
     ]
     facts = summary(loaded)
     assert (facts["requests"], facts["tokens_prompt"]) == (4, 43_114)
+    lines = [e.text for e in loaded.session.events() if isinstance(e, LogLine)]
+    # the agent's own notices after forcing are lines of that final turn, not errors
+    assert lines.count("Context limit exceeded; forcing final turn.") == 1
+    assert (
+        lines.count("Context limit exceeded during turn execution; proceeding with final turn.")
+        == 1
+    )
+    # the record that starts in the middle of the echoed report's last line is read
+    assert any(t.startswith("finalize: source=tool-call") for t in lines)
     # a window where the output fits: it stays, and the final turn comes with it anyway
     wider = replay(capsys, corpus, STORE, stream, "context_window=34000")
     assert wider["truncated_tool_outputs"] == 0 and final_turns(wider)[0][0] == 4
