@@ -297,15 +297,16 @@ def calibrate(profile: Profile, session: Session) -> Profile:
     if isinstance(profile, OpenCodeProfile) and any(True for _ in session.events_of(Pruned)):
         # OpenCode 1.18 prunes (and logs its attempts) only with compaction.prune on
         found["prune"] = True
+    # the guard's latest target with its window (a log may learn its limit along the way)
     for _, event in session.events_of(GuardEvaluated):
         if isinstance(event, GuardEvaluated) and event.targets:
             target = event.targets[0]
-            found.update(
-                context_window=target.context_window,
-                buffer_tokens=target.buffer_tokens,
-                max_output_tokens=target.max_output_tokens,
-            )
-            break
+            if target.context_window > 0:
+                found.update(
+                    context_window=target.context_window,
+                    buffer_tokens=target.buffer_tokens,
+                    max_output_tokens=target.max_output_tokens,
+                )
     recorded = session.info.get("settings")
     if session.info.get("profile") == profile.name and isinstance(recorded, dict):
         try:  # what the export was made with wins over the source's own figures
@@ -596,7 +597,7 @@ def merge_streams(
     """One session of several streams of the same run (an agent's stdout and stderr).
 
     Inputs of one agent whose formats share a ``merge`` make the session it makes; streams of
-    one agent whose formats share an ``order_streams`` are ordered by it. Otherwise, events
+    one agent whose formats share a ``stream_merge`` are merged by it. Otherwise, events
     are ordered by timestamp where they have one. A stream without timestamps is
     anchored on the requests of a stream that has them: its n-th request is the other stream's
     n-th request (so a request is counted once), and its events between two requests take the
@@ -634,17 +635,17 @@ def merge_streams(
     )
     for path, spec in zip(paths, specs, strict=True):
         session.add_source(str(path), spec.name)
-    order = specs[0].order_streams
-    if order is not None and all(spec.order_streams is order for spec in specs):
-        # one agent's streams of one run: it knows which records repeat each other
-        session.append(order([(s.name, e) for s, e in zip(specs, streams, strict=True)]))
-    else:
+    merged: list[Event] | None = None
+    own = specs[0].stream_merge
+    if own is not None and all(spec.stream_merge is own for spec in specs):
+        merged = own(streams, [spec.name for spec in specs])  # the streams' own way to merge
+    if merged is None:
         names = {spec.name for spec in specs}
         covered = {i for i, spec in enumerate(specs) if names.intersection(spec.covered_by)}
         merged = merge_events(streams)
         if covered:
             merged = [e for e in merged if not _covered(e, covered)]
-        session.append(merged)
+    session.append(merged)
     return LoadedSession(
         session, paths[0], primary, profile, counter, parsers[0], label="merged", paths=list(paths)
     )

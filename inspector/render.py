@@ -48,15 +48,18 @@ class _ShowControls(RenderHook):
 
 
 def console() -> Console:
-    """A console that writes colour only to a terminal (and never when NO_COLOR is set)."""
+    """A console that writes colour only to a terminal (and never when NO_COLOR is set). Piped,
+    a line of text is never broken (a long path stays one line for grep); tables are laid out
+    160 columns wide."""
     width = None
-    if not sys.stdout.isatty() and "COLUMNS" not in os.environ:
+    piped = not sys.stdout.isatty()
+    if piped and "COLUMNS" not in os.environ:
         width = 160  # piped: wide enough for the widest tables
     out = Console(
         file=sys.stdout,
         width=width,
         highlight=False,
-        soft_wrap=False,
+        soft_wrap=piped,
         no_color="NO_COLOR" in os.environ,
         emoji=False,
         markup=False,

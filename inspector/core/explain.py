@@ -26,7 +26,7 @@ from inspector.core.model import (
 )
 from inspector.core.policies.base import Summarizer
 from inspector.core.profiles import Profile, make_profile
-from inspector.core.replay import ReplayResult, replay
+from inspector.core.replay import ReplayResult, forced_by_context, replay
 from inspector.core.session import Session
 from inspector.errors import ConfigError
 
@@ -201,6 +201,10 @@ class Explainer:
         if isinstance(event, FinalTurnForced):
             kind, reason = "final_turn", event.reason
             projected, limit = event.projected_tokens, event.limit_tokens
+            if not forced_by_context(event.reason):
+                # a turn limit or a finished task: no setting of the context avoids it
+                reason = f"{event.reason}: the final turn was not forced by the context"
+                limit_known, by_user = False, True
         elif isinstance(event, ToolOutputChanged) and event.action is ToolOutputAction.DROPPED:
             kind = "dropped_tool_output"
             reason = f"tool {event.tool or '?'} output of {event.tokens or '?'} tokens did not fit"
@@ -433,9 +437,14 @@ class Explainer:
     def _happens(result: ReplayResult | None, kind: str, step: int) -> bool:
         if result is None:
             return False
-        # the user's own compactions are made whatever the settings: they are not this event
+        # the user's own compactions, and final turns forced for another reason than the
+        # context, are made whatever the settings: they are not this event
         return any(
-            d.kind == kind and d.step <= step and d.detail != "manual" for d in result.decisions
+            d.kind == kind
+            and d.step <= step
+            and d.detail != "manual"
+            and (kind != "final_turn" or forced_by_context(d.detail))
+            for d in result.decisions
         )
 
     def _replay_as_is(self) -> ReplayResult | None:

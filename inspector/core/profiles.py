@@ -98,7 +98,10 @@ class Profile(BaseModel):
         rebuilds it: "request" = the request's own reported size (the prompt it is about to
         send); "anchor" = the latest figure reported before it plus the agent's estimate of
         what came since; "usage" = the latest response's prompt plus output; "usage+estimate"
-        = that plus the agent's estimate of what came after the response's first record."""
+        = that plus the agent's estimate of what came after the response's first record;
+        "guard" = the projection the agent's own guard logged at its turn preflight
+        (``GuardEvaluated`` with trigger turn_preflight), for a log of figures without
+        messages."""
         return "request"
 
     def provider_limit(self) -> int | None:
@@ -397,6 +400,9 @@ class AiAgentProfile(Profile):
         if not value.strip():
             raise ValueError("tokenizer must not be empty (use 'approximate')")
         return value
+
+    def measure_basis(self) -> str:
+        return "guard"  # the projection its guard logged at the request's preflight
 
     def max_output(self) -> int:
         if self.max_output_tokens is not None:

@@ -43,6 +43,8 @@ from inspector.core.model import (
     ContextReset,
     Event,
     FinalTurnForced,
+    GuardEvaluated,
+    GuardStatus,
     Message,
     MessageKind,
     Origin,
@@ -381,6 +383,8 @@ def _replay(
         recorded_by_step.setdefault(d.step, []).append(d)
     has_messages = session.message_count > 0
     basis = profile.measure_basis()
+    # a log of figures alone, whose agent logs its guard: the figure it compared, per step
+    preflights = _preflights(session) if basis == "guard" and not has_messages else {}
     exact_of: dict[str, int] = {}
     # the policy's optional hooks (see ``AfterRequest``, ``LoopEnd``, ``Undetermined``)
     after_request: AfterRequest | None = getattr(policy, "after_request", None)
@@ -650,6 +654,10 @@ def _replay(
             recorded_here = recorded_by_step.get(step, [])
             recorded_reduction, recorded_persistent = _recorded_reduction(state, recorded_here)
             recorded_tokens = state.tokens if state is not None else context.total
+            recorded_peak = state.peak if state is not None else None
+            preflight = preflights.get(step)
+            if preflight is not None:
+                recorded_tokens = recorded_peak = preflight.projection
             if usage is not None:
                 # the agent's own figure before the request (its latest usage plus its
                 # estimate since): what it compares with its threshold
@@ -673,7 +681,7 @@ def _replay(
                         fired = hear(items, answered.tokens, heard_refusal)
                         reactive.update(id(r) for r in fired if heard_refusal is not None)
                     work = _after(items, fired)
-                    managed = policy.manage(work, profile, estimate, summarizer)
+                    managed = _manage(policy, work, profile, estimate, summarizer, preflight)
                     fired += [r for r in managed if r.fired]
                 if judge is not None:
                     situations.setdefault(step, Situation(has_messages, pre, heard_refusal))
@@ -683,6 +691,14 @@ def _replay(
                 replayed_persistent = 0
                 step_decisions: list[Decision] = list(pending)
                 pending.clear()
+                # a final turn the agent forced for another reason than its context (its turn
+                # limit, a finished task): made again whatever the settings
+                if not any(d.kind == "final_turn" for d in step_decisions):
+                    step_decisions += [
+                        Decision(step, d.kind, d.tokens_before, d.tokens_after, d.detail)
+                        for d in recorded_here
+                        if d.kind == "final_turn" and not forced_by_context(d.detail)
+                    ][:1]
                 if event.compaction and has_messages:
                     # the agent's own summarisation call: the recorded compaction answers it
                     adopted = _answer_to_compaction_call(step, recorded_here, fired, reactive)
@@ -779,7 +795,7 @@ def _replay(
                     zone=profile.zone(peak),
                     messages=len(context.items),
                     peak=peak,
-                    recorded_peak=state.peak if state is not None else pre,
+                    recorded_peak=recorded_peak if recorded_peak is not None else pre,
                     decisions=step_decisions,
                     recorded_decisions=list(recorded_here),
                 )
@@ -822,23 +838,12 @@ def _replay(
         elif isinstance(event, ContextReset):
             if event.thread == MAIN_THREAD:
                 context.reset_after(event.keep_through, event.keep_system)
-        elif (
-            isinstance(event, ToolOutputChanged)
-            and event.action is ToolOutputAction.DROPPED
-            and event.tokens is not None
-        ):
+        elif isinstance(event, ToolOutputChanged) and event.tokens is not None:
             if has_messages:
-                if event.message_id:
+                if event.action is ToolOutputAction.DROPPED and event.message_id:
                     dropped_sizes[event.message_id] = event.tokens  # admitted again, above
-            elif event.projected_tokens is not None:
-                # a figures-only log: would the output have fitted under these settings?
-                projected = event.projected_tokens + offset
-                if profile.over_threshold(projected):
-                    detail = f"projected {projected:,} over the limit {profile.threshold():,}"
-                    pending.append(Decision(step + 1, "dropped", projected, None, detail))
-                    pending.append(Decision(step + 1, "final_turn", projected, None, detail))
-                else:
-                    offset += event.tokens  # it fitted: the output stays in the context
+            else:
+                offset += _figures_only_output(event, step, offset, profile, pending)
     end_loop()  # the recording ends: the agent's last loop is over
     decisions.extend(pending)
     undetermined: list[tuple[Decision, str]] = []
@@ -847,6 +852,7 @@ def _replay(
             why = judge(d, profile, situations.get(d.step) or Situation(has_messages))
             if why:
                 undetermined.append((d, why))
+    undetermined += _after_the_last_request(recorded, decisions, step)
     unknown = {id(d) for d, _ in undetermined}
     determinable = [d for d in recorded if id(d) not in unknown]
     agreement, disagreements = compare(determinable, decisions)
@@ -862,6 +868,91 @@ def _replay(
         list(context.items),
         undetermined,
     )
+
+
+def _figures_only_output(
+    event: ToolOutputChanged, step: int, offset: int, profile: Profile, pending: list[Decision]
+) -> int:
+    """A tool output the recording dropped or cut, in a log of figures alone: what the
+    replayed agent does with it (into ``pending``), and how much more of it than the recording
+    kept stays in the replayed context. A change the budget caused (it gives the figure it
+    would have made) is decided again against the limit; one made for the output's size alone
+    is made again."""
+    tokens = event.tokens or 0
+    kept = 0 if event.action is ToolOutputAction.DROPPED else (event.tokens_after or 0)
+    if event.projected_tokens is None:
+        if event.action is not ToolOutputAction.DROPPED:
+            detail = "cut for its size, as recorded"
+            pending.append(Decision(step + 1, "truncated", tokens, event.tokens_after, detail))
+        return 0
+    projected = event.projected_tokens + offset
+    if not profile.over_threshold(projected):
+        return tokens - kept  # it fitted: the whole output stays in the context
+    detail = f"projected {projected:,} over the limit {profile.threshold():,}"
+    if event.action is ToolOutputAction.DROPPED:
+        pending.append(Decision(step + 1, "dropped", projected, None, detail))
+        if not any(d.kind == "final_turn" for d in pending):  # one per request
+            pending.append(Decision(step + 1, "final_turn", projected, None, detail))
+    else:
+        pending.append(Decision(step + 1, "truncated", tokens, event.tokens_after, detail))
+    return 0
+
+
+# Reasons a final turn is forced for that are no context management (a turn limit, a
+# finished task, a user's stop: ai-agent's names), made whatever the context's settings.
+NOT_BY_CONTEXT = frozenset(
+    {
+        "max_turns",
+        "task_status_completed",
+        "task_status_only",
+        "retry_exhaustion",
+        "user_stop",
+        "incomplete_final_report",
+        "final_report_attempt",
+        "xml_wrapper_as_tool",
+    }
+)
+
+
+def forced_by_context(reason: str) -> bool:
+    """Whether a final turn forced for ``reason`` was the agent's context management."""
+    return reason not in NOT_BY_CONTEXT
+
+
+def _preflights(session: Session) -> dict[int, GuardEvaluated]:
+    """Per step, the evaluation the agent's guard logged at the preflight of the request:
+    the last one that decided (``ok`` or ``final``; a skipped provider did not take the
+    request, and an evaluation after enforcing decides nothing), else the last one without a
+    tool output in it."""
+    decided: dict[int, GuardEvaluated] = {}
+    other: dict[int, GuardEvaluated] = {}
+    for index, event in session.events_of(GuardEvaluated):
+        if not isinstance(event, GuardEvaluated) or event.thread != MAIN_THREAD:
+            continue
+        step = session.step_at(index)
+        if event.status in (GuardStatus.OK, GuardStatus.FINAL):
+            decided[step] = event
+        elif event.extra == 0:
+            other[step] = event
+    return {**other, **decided}
+
+
+def _manage(
+    policy: Policy,
+    items: Sequence[ContextItem],
+    profile: Profile,
+    estimate: Estimate,
+    summarizer: Summarizer,
+    preflight: GuardEvaluated | None,
+) -> list[PolicyResult]:
+    """The policy's decision before a request; measured on the guard's logged projection, it
+    is given that evaluation too (the counters forcing a final turn keeps, the tool schemas
+    whose size the guard's rule lets an overflow within)."""
+    if preflight is None:
+        return policy.manage(items, profile, estimate, summarizer)
+    manage: Any = policy.manage  # a guard policy's manage takes the logged evaluation
+    result: list[PolicyResult] = manage(items, profile, estimate, summarizer, recorded=preflight)
+    return result
 
 
 # the events replay acts on, besides the messages
@@ -1188,6 +1279,20 @@ def _other_setting(
         f"({profile.threshold():,}) and the agent did not act: its limit at this step was above "
         f"{figure:,} (a run resumed with other settings changes it mid-run)"
     )
+
+
+def _after_the_last_request(
+    recorded: Sequence[Decision], replayed: Sequence[Decision], last: int
+) -> list[tuple[Decision, str]]:
+    """Final turns the recording forced after its last request that replay did not: no request
+    follows them, so no preflight of the replayed agent decides them."""
+    made = {d.step for d in replayed if d.kind == "final_turn"}
+    why = "decided after the recording's last request: no request to replay it at"
+    return [
+        (d, why)
+        for d in recorded
+        if d.kind == "final_turn" and d.step > last and d.step not in made
+    ]
 
 
 def compare(

@@ -1252,6 +1252,9 @@ class Session:
             self._tool_output(event)
         elif isinstance(event, FinalTurnForced):
             run.final_turn = True
+            if event.projected_tokens is not None and event.thread == MAIN_THREAD:
+                # the figure that crossed is the step's peak, whatever enforcing left counted
+                self._measure(event.projected_tokens, "final turn", peak_only=True)
 
     def _answer_belongs_to_request(self, index: int) -> None:
         """An answer to the latest request (its usage, its refusal) at the head of the next

@@ -24,7 +24,11 @@ On top of that:
   ``RequestSent(model)``; the first request after an ``enforce`` is marked ``final_turn``.
 - ``enforce`` -> ``FinalTurnForced(reason="context")`` with the first blocked entry's projected,
   limit, provider and model (one per request: a second ``enforce`` before the next request is
-  only a ``DebugTopic``).
+  only a ``DebugTopic``). At the tool preflight (``trigger: 'tool_preflight'``) after a tool
+  evaluation, the reservation it refused is also ``ToolOutputChanged(dropped)`` (tokens = the
+  evaluation's ``extraTokens``): in this version the tools drop a refused output for the
+  failure stub. A later refusal (no ``enforce``) looks like a storage preview here: only the
+  log names it.
 - ``schema-estimate`` -> also ``SessionInfo(extra={"tool_schema_tokens", "tool_count"})`` when
   they change; the model of a ``build-metrics`` (when it changes) -> ``SessionInfo(model,
   context_window)`` with the window its target printed.
@@ -42,29 +46,50 @@ by ``ts=`` anywhere in the line), the plain ``[VRB] → [0.0] type remote: messa
 at the start and the ``[VRB] ← [0.0] agent EXIT-...`` line at the end. ``aiagent-console``
 reads the rich console format ``{SEV} {turn}.{subturn} {→|←} {LLM|MCP|RST|AGN|INT} {agent}:
 {context} {message}`` (``--telemetry-log-format console``), whose figures are in the text only.
-Both share one message interpreter (``_Interpreter``):
+Both share one message interpreter (``_Interpreter``), which also follows the guard's counters
+from what the log gives (``current`` = the request's ``expected``, then the answer's
+``ctx_tokens``; ``new`` += each admitted output's ``tokens_estimated`` (the guard's own
+reservation) and a refused output's stub; enforcing commits ``pending`` and zeroes ``new``), so
+that the guard's evaluation at a decision can be shown as the agent made it:
 
 - ``LLM request prepared [ctx C, new N, expected E + output O = P% of W]`` ->
-  ``ContextMeasured(E, limit=W, label="LLM request prepared")`` then ``RequestSent(model,
-  final_turn)`` (`` (final turn)`` suffix or ``final_turn=true``). E is the request's size by the
-  guard's count, the same figure ``build-metrics`` gives (C alone leaves out the new messages;
-  P counts the buffer and the output reserve, so it is not kept as a percentage of W).
+  ``GuardEvaluated(current=C, pending=N, projected=E)`` with the target as the log gives it (the
+  window W, the output reserve O, the limit the agent logged for that model, else the buffer that
+  makes P come out: the default 8,192 when it does), then ``ContextMeasured(E, limit=W,
+  label="LLM request prepared")`` then ``RequestSent(model, final_turn)`` (`` (final turn)`` or
+  ``final_turn=true``). E is the request's size by the guard's count, the same figure
+  ``build-metrics`` gives, and the figure the step shows (the provider's usage stays beside it).
+  After the guard forced the final turn the evaluation has no status: it decides nothing.
 - ``LLM response received`` -> ``UsageReported`` (input, cache read, cache write, output; the
-  input excludes the cache: ``ctx_tokens = in + cR + cW + out``).
-- ``Context budget exceeded (...) Forcing final turn.`` -> ``FinalTurnForced(reason="context")``;
-  ``Final turn detected (turn=T/M, reason=R)`` -> ``FinalTurnForced(reason=R, turn, max_turns)``;
-  ``Context limit exceeded; forcing final turn.`` (or ``... during turn execution; proceeding
-  with final turn.``) -> ``FinalTurnForced(reason="context_limit_exceeded")``. One forced final
-  turn per turn: once one is emitted, another for the same turn, or any before the next request
-  (the forced final turn is the next request), is only a ``LogLine``.
+  input excludes the cache: ``ctx_tokens = in + cR + cW + out``), its ``context_tokens`` the
+  request's E: the step keeps the agent's own figure.
+- ``Context budget exceeded (p:m - projected P tokens vs limit L). Forcing final turn.`` ->
+  ``GuardEvaluated`` at the decision (the counters followed so far, adding up to P; at the tool
+  preflight the refused output is ``extra``; status final at the turn preflight) then
+  ``FinalTurnForced(reason="context", P, L)``; the counters are then enforced. ``Final turn
+  detected (turn=T/M, reason=R)`` waits for the next record of its agent: a budget (or limit)
+  notice completes it (turn and maximum from one, figures from the other, in either order);
+  anything else releases it as ``FinalTurnForced(reason=R, turn, max_turns)``. ``Context limit
+  exceeded; forcing final turn.`` (or ``... during turn execution; proceeding with final turn.``,
+  which enforces again) carries the figure after enforcement: it completes a held final turn, or
+  alone is ``FinalTurnForced(reason="context_limit_exceeded")``. One forced final turn per turn:
+  once one is emitted, another for the same turn, or any before the next request (the forced
+  final turn is the next request), is only a ``LogLine``.
 - ``Projected context size P tokens exceeds limit L for p:m; continuing turn ...`` ->
   ``GuardEvaluated(status=skip, projected=P, targets=(p, m, limit L, blocked))``; the target's
   window is the last one an ``LLM request prepared`` gave for that model (0 when unknown).
-- ``Tool 'X' output dropped: context window budget exceeded (N tokens, limit L).`` and
-  ``Tool 'X' output dropped after execution: token budget exceeded.`` -> ``ToolOutputChanged
-  (dropped)`` with the record's byte and token details and the replacement text
-  ``(tool failed: context window budget exceeded)``; ``Tool 'X' output stored for tool_output
-  (token_budget, N bytes).`` -> ``ToolOutputChanged(spilled)``.
+- ``Tool 'X' output dropped: context window budget exceeded (N tokens, limit L).`` (the
+  executor's, with its projection) and ``Tool 'X' output dropped after execution: token budget
+  exceeded.`` (the tools', ``tokens_estimated`` = the reservation) -> ``ToolOutputChanged
+  (dropped)`` with the replacement ``(tool failed: context window budget exceeded)``; the
+  projection is the record's, else that of the ``Context budget exceeded`` the refusal caused
+  just before, else the counters plus the output (a ``GuardEvaluated`` of that reservation
+  before it). ``Tool 'X' output stored for tool_output (R, N bytes)`` -> ``ToolOutputChanged
+  (spilled)`` (tokens and bytes of the record), its size after from the preview of the handle
+  that follows; for the token budget (R ``token_budget`` or ``reserve_failed``) with the figure
+  it would have made (the counters plus its token count; the guard's own estimate wraps the
+  output as a message, a few tokens more) and that evaluation before it; for its size
+  (``size_cap``) no figure.
 - ``session initialized (txnId: X)`` -> ``SessionInfo(agent="ai-agent", session_id=X)``; an
   ``EXIT-...`` record -> ``SessionInfo(extra={"outcome": ...})`` (the process's final
   ``[VRB] ← ... agent EXIT-...`` line goes to ``extra["exit"]``, and to ``outcome`` when no record
@@ -79,26 +104,23 @@ Both share one message interpreter (``_Interpreter``):
 A record that starts like logfmt (``ts=``) but cannot be read, or a console line with a severity
 prefix but no valid header, is a ``ParseIssue``; other text on stderr is a ``LogLine``.
 
-Merging the streams of one run (``--merge``): the debug blocks on stdout carry no timestamps,
-the stderr records do, and both mark every LLM request (the figures of the ``LLM request
-prepared`` line come from ``buildMetrics``, which prints ``build-metrics``; the real run has
-three of each). So the n-th ``RequestSent`` of the debug stream is the n-th of the stderr
-stream (as long as no sub-agent adds requests of its own to stdout): the merged session
-keeps the stderr one (it has the time, the turn and the final-turn flag) and drops the debug
-one, and the debug events before the n-th debug request go just before the n-th stderr request.
-Both give the same ``ContextMeasured`` figure for a request. The forced final turn appears in
-both streams (``enforce`` on stdout, the ``Context budget exceeded`` warning on stderr): a merge
-should keep one per step. The debug stream cannot tell a sub-agent's blocks from the parent's.
+Merging the streams of one run (``--merge``) is ``aiagent_merge``: one request per call, the
+debug stream's evaluations, one forced final turn at its ``enforce`` with the log's figures,
+each refused or stored output at the evaluation that decided it.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from inspector.core.estimate import estimate_message
+from inspector.core.guard import DEFAULT_CONTEXT_BUFFER_TOKENS
 from inspector.core.model import (
     ContextMeasured,
     DebugTopic,
@@ -108,7 +130,11 @@ from inspector.core.model import (
     GuardStatus,
     GuardTarget,
     LogLine,
+    Message,
+    Part,
+    PartType,
     RequestSent,
+    Role,
     SessionInfo,
     SourceSpan,
     ToolOutputAction,
@@ -116,11 +142,14 @@ from inspector.core.model import (
     Usage,
     UsageReported,
 )
+from inspector.formats.aiagent_merge import merge
 from inspector.formats.base import LineParser, decode_text
 from inspector.formats.jsinspect import InspectError, is_complete, parse_inspect, strip_ansi
 from inspector.formats.registry import FormatSpec, Head, register
 
 AGENT = "ai-agent"
+TURN_PREFLIGHT = "turn_preflight"  # the guard's triggers
+TOOL_PREFLIGHT = "tool_preflight"
 TOOL_NO_OUTPUT = "(tool failed: context window budget exceeded)"
 MAIN = "main"
 LOG_TEXT_MAX = 300  # characters of a message kept in a LogLine
@@ -169,6 +198,7 @@ class AiAgentDebugParser(LineParser):
         self._block: _Block | None = None
         self._guard: _HeldGuard | None = None
         self._final_pending = False  # an enforce since the last request
+        self._last_guard: GuardEvaluated | None = None  # the latest evaluation, once closed
         self._windows: dict[tuple[str, str], int] = {}
         self._info: tuple[str, int] | None = None
         self._schema: dict[str, Any] = {}
@@ -256,7 +286,8 @@ class AiAgentDebugParser(LineParser):
             self._guard = None
             status = _provider_status(payload, held.targets)
             out.append(debug)
-            out.append(self._guard_event(held, status, "turn_preflight"))
+            self._last_guard = self._guard_event(held, status, TURN_PREFLIGHT)
+            out.append(self._last_guard)
             return out
         out.extend(self._flush_guard())
         out.append(debug)
@@ -318,7 +349,9 @@ class AiAgentDebugParser(LineParser):
             return []
         self._guard = None
         extra = _int(held.payload.get("extraTokens")) or 0
-        return [self._guard_event(held, None, "tool_preflight" if extra > 0 else None)]
+        event = self._guard_event(held, None, TOOL_PREFLIGHT if extra > 0 else None)
+        self._last_guard = event
+        return [event]
 
     def _guard_event(
         self, held: _HeldGuard, status: GuardStatus | None, trigger: str | None
@@ -364,7 +397,7 @@ class AiAgentDebugParser(LineParser):
         blocked = payload.get("blocked")
         first = blocked[0] if isinstance(blocked, list) and blocked else {}
         first = first if isinstance(first, dict) else {}
-        return [
+        out: list[Event] = [
             FinalTurnForced(
                 reason="context",
                 projected_tokens=_int(first.get("projected")),
@@ -374,6 +407,20 @@ class AiAgentDebugParser(LineParser):
                 span=span,
             )
         ]
+        refused = self._last_guard
+        if payload.get("trigger") == TOOL_PREFLIGHT and refused is not None and refused.extra > 0:
+            # the reservation it refused: the tools drop that output for the failure stub
+            out.append(
+                ToolOutputChanged(
+                    action=ToolOutputAction.DROPPED,
+                    tokens=refused.extra,
+                    projected_tokens=refused.projection,
+                    limit_tokens=_int(first.get("limit")),
+                    replacement=TOOL_NO_OUTPUT,
+                    span=span,
+                )
+            )
+        return out
 
 
 def _provider_status(payload: dict[str, Any], targets: list[GuardTarget]) -> GuardStatus | None:
@@ -417,15 +464,15 @@ class _Record:
 
 
 _RE_REQUEST = re.compile(
-    r"LLM request prepared \[ctx (\d+), new (\d+), expected (\d+) \+ output (\d+) = "
-    r"(\d+)% of (\d+)\]"
+    r"LLM request prepared(?: \(final turn\))? \[ctx (\d+), new (\d+), expected (\d+) \+ "
+    r"output (\d+) = (\d+)% of (\d+)\]"
 )
 _RE_USAGE = re.compile(r"tokens: in (\d+), out (\d+)(?:, cR (\d+))?(?:, cW (\d+))?")
 _RE_BUDGET = re.compile(
     r"Context budget exceeded \((.+?) - projected (\d+) tokens vs limit (\d+)\)\. "
     r"Forcing final turn\."
 )
-_RE_FINAL = re.compile(r"Final turn detected \(turn=(\d+)/(\d+), reason=([\w-]+)\)")
+_RE_FINAL = re.compile(r"Final turn detected \(turn=(\d+)/(\d+)[^)]*, reason=([\w-]+)\)")
 _RE_PROJECTED = re.compile(
     r"Projected context size (\d+) tokens exceeds limit (\d+) for (.+?); "
     r"continuing turn but guard will enforce finalization\."
@@ -439,18 +486,73 @@ _RE_DROPPED = re.compile(
 )
 _RE_DROPPED_AFTER = re.compile(r"Tool '(.+?)' output dropped after execution: token budget")
 _RE_STORED = re.compile(r"Tool '(.+?)' output stored for tool_output \(([\w-]+), (\d+) bytes\)")
+_RE_COMPLETED = re.compile(r"Tool '(.+?)' completed \((\d+) bytes, (\d+) tokens\)")
 _RE_EXIT = re.compile(r"\b(EXIT-[A-Z][A-Z0-9-]*)")
 _RE_SESSION = re.compile(r"session initialized \(txnId: ([\w-]+)\)")
 
+# the stored reasons that come from the token budget (a size-cap store does not)
+_BUDGET_STORES = frozenset({"token_budget", "reserve_failed"})
+REQUEST_LABEL = "LLM request prepared"  # the agent's own figure for a request (expected)
 
 # events that name their thread (or are about the whole run): kept for a sub-agent's records
 _THREADED = (RequestSent, UsageReported, SessionInfo, LogLine)
 
 
+@functools.cache
+def stub_tokens() -> int:
+    """What the guard adds to ``new`` for a refused output's failure stub: its estimate of the
+    stub as a tool message (with the default, approximate tokenizer)."""
+    part = Part(type=PartType.TEXT, text=TOOL_NO_OUTPUT)
+    stub = Message(id="stub", role=Role.TOOL, parts=(part,))
+    return estimate_message("aiagent", stub)
+
+
 @dataclass
 class _ThreadState:
+    """One agent's forced final turns, and its guard's counters as its log shows them.
+
+    ``current`` is what the latest request carried (``expected``), then what the provider
+    reported once it answered (``ctx_tokens``); ``new`` adds up the tool outputs admitted
+    since (their ``tokens_estimated``, the guard's own reservation); forcing the final turn
+    commits ``pending`` and zeroes ``new``, as the guard does.
+    """
+
     forced_turns: set[int] = field(default_factory=set)
     forced_pending: bool = False  # a forced final turn since the last request
+    current: int = 0
+    pending: int = 0
+    new: int = 0
+    schema: int = 0  # the tool schemas' estimate the latest request printed
+    target: str = ""  # "provider:model" of the latest request
+    sent: int | None = None  # the latest request's size by the agent's count (``expected``)
+    tools_running: bool = False  # after a request, before its answer: the turn's tools run
+    refused: tuple[int, int] | None = None  # a tool preflight just refused: (projected, limit)
+    evaluated: int | None = None  # the executor just logged its refusal at this projection
+
+    @property
+    def base(self) -> int:
+        return self.current + self.pending + self.new
+
+    def enforce(self) -> None:
+        self.current += max(0, self.pending)
+        self.pending = 0
+        self.new = 0
+
+    def forced(self, turn: int | None) -> bool:
+        return self.forced_pending or (turn is not None and turn in self.forced_turns)
+
+
+@dataclass
+class _Held:
+    """A record whose event waits for the next record of its thread, which may complete it:
+    a ``Final turn detected`` (the ``Context budget exceeded`` after it gives the figures) or an
+    output moved to storage (the preview of its handle gives the size that entered instead)."""
+
+    rec: _Record
+    thread: str
+    final: tuple[str, int, int] | None = None  # reason, turn, max turns
+    stored: ToolOutputChanged | None = None
+    handle: str | None = None
 
 
 class _Interpreter:
@@ -460,8 +562,13 @@ class _Interpreter:
         self.root: str | None = None
         self.threads: dict[str, _ThreadState] = {}
         self.windows: dict[str, int] = {}  # "provider:model" -> context window
+        self.outputs: dict[str, int] = {}  # -> the output reserve its requests printed
+        self.buffers: dict[str, int] = {}  # -> the buffer its requests' percentages give
+        self.limits: dict[str, int] = {}  # -> the limit the agent logged
         self.info: tuple[str | None, int | None] | None = None
         self.outcome_seen = False
+        self.held: _Held | None = None
+        self.notice: tuple[str, int, int] | None = None  # the held final turn being completed
 
     def thread(self, rec: _Record) -> str:
         path = rec.agent_path
@@ -475,7 +582,22 @@ class _Interpreter:
         return self.threads.setdefault(thread, _ThreadState())
 
     def events(self, rec: _Record) -> list[Event]:
-        out = self._events(rec)
+        out: list[Event] = []
+        held, self.held = self.held, None
+        if held is not None:
+            done = self._complete(held, rec)
+            if done is not None:
+                return done
+            out.extend(self._release(held))
+        out.extend(self._filtered(rec, self._events(rec)))
+        return out
+
+    def flush(self) -> list[Event]:
+        """The held record's events, before text that is no record (or at the end)."""
+        held, self.held = self.held, None
+        return [] if held is None else self._release(held)
+
+    def _filtered(self, rec: _Record, out: list[Event]) -> list[Event]:
         if self.thread(rec) == MAIN:
             return out
         # a sub-agent's context figures, guard and final turn would land on the main
@@ -485,66 +607,114 @@ class _Interpreter:
             kept.append(self.log(rec))
         return kept
 
+    def _release(self, held: _Held) -> list[Event]:
+        if held.final is not None:
+            reason, turn, max_turns = held.final
+            events = self.final_turn(
+                held.rec, held.thread, reason=reason, turn=turn, max_turns=max_turns
+            )
+        else:
+            events = [held.stored] if held.stored is not None else [self.log(held.rec)]
+        return self._filtered(held.rec, events)
+
+    def _complete(self, held: _Held, rec: _Record) -> list[Event] | None:
+        """The events of ``held`` and ``rec`` when ``rec`` completes it, else None."""
+        if self.thread(rec) != held.thread:
+            return None
+        text = rec.text or rec.message
+        if held.final is not None:
+            if not (_RE_BUDGET.search(text) or _RE_LIMIT.search(text)):
+                return None
+            self.notice = held.final
+            try:
+                events = [self.log(held.rec), *self._events(rec)]
+            finally:
+                self.notice = None
+            return self._filtered(rec, events)
+        d = rec.details
+        if (
+            held.stored is None
+            or d.get("event") != "tool_response_preview"
+            or d.get("tool_output_handle") != held.handle
+        ):
+            return None
+        stored = held.stored.model_copy(
+            update={
+                "tokens_after": _int(d.get("tokens_estimated")),
+                "final_bytes": _int(d.get("result_bytes")),
+            }
+        )
+        return [*self._filtered(held.rec, [stored]), *self._filtered(rec, self._events(rec))]
+
     def _events(self, rec: _Record) -> list[Event]:
         text = rec.text or rec.message
         thread = self.thread(rec)
+        state = self.state(thread)
         d = rec.details
         if m := _RE_BUDGET.search(text):
-            provider, model = _split_target(m.group(1))
-            return self.final_turn(
-                rec,
-                thread,
-                reason="context",
-                projected=int(m.group(2)),
-                limit=int(m.group(3)),
-                provider=provider,
-                model=model,
-            )
+            return self.budget(rec, thread, m.group(1), int(m.group(2)), int(m.group(3)))
         if m := _RE_FINAL.search(text):
-            return self.final_turn(
-                rec,
-                thread,
-                reason=m.group(3),
-                turn=int(m.group(1)),
-                max_turns=int(m.group(2)),
-            )
+            turn = int(m.group(1))
+            if state.forced(turn):
+                return [self.log(rec)]
+            self.held = _Held(rec, thread, final=(m.group(3), turn, int(m.group(2))))
+            return []
         if _RE_LIMIT.search(text):
-            return self.final_turn(
-                rec,
-                thread,
-                reason="context_limit_exceeded",
-                projected=_int(d.get("projected_tokens")),
-                limit=_int(d.get("limit_tokens")),
-                provider=d.get("provider") or rec.provider,
-                model=d.get("model") or rec.model,
-            )
+            return self.limit_notice(rec, thread, text)
         if m := _RE_PROJECTED.search(text):
+            self.limits[m.group(3)] = int(m.group(2))
             return [self.skip(rec, int(m.group(1)), int(m.group(2)), m.group(3))]
         if m := _RE_DROPPED.search(text):
-            return [
-                self.tool_output(
-                    rec, ToolOutputAction.DROPPED, m.group(1), int(m.group(2)), int(m.group(3))
+            tokens, limit = int(m.group(2)), int(m.group(3))
+            if state.target:
+                self.limits[state.target] = limit
+            projected = _int(d.get("projected_tokens"))
+            out: list[Event] = []
+            if projected is not None:  # the executor's own evaluation, which forces next
+                out.append(
+                    self.decision(rec, state, state.target, projected, TOOL_PREFLIGHT, tokens)
                 )
-            ]
+                state.evaluated = projected
+                state.tools_running = True
+            out.append(
+                self.tool_output(
+                    rec, ToolOutputAction.DROPPED, m.group(1), tokens, limit, projected
+                )
+            )
+            state.new += stub_tokens()
+            return out
         if m := _RE_DROPPED_AFTER.search(text):
-            return [self.tool_output(rec, ToolOutputAction.DROPPED, m.group(1), None, None)]
+            return self.dropped(rec, state, m.group(1))
         if m := _RE_STORED.search(text):
-            event = self.tool_output(rec, ToolOutputAction.SPILLED, m.group(1), None, None)
-            if event.original_bytes is None:
-                event = event.model_copy(update={"original_bytes": int(m.group(3))})
-            return [event]
+            return self.stored(rec, thread, m.group(1), m.group(2), int(m.group(3)))
         if "LLM request prepared" in text:
             return self.request(rec, thread, text)
         if "LLM response received" in text and (usage := _usage(d, text)) is not None:
+            ctx = _int(d.get("ctx_tokens"))
+            state.current = ctx if ctx is not None else usage.context_after
+            state.pending = 0
+            state.tools_running = False
+            state.refused = None
+            # the request's step keeps the agent's own figure for it, the usage beside it
             return [
                 UsageReported(
                     usage=usage,
                     model=rec.model,
                     thread=thread,
+                    context_tokens=state.sent,
+                    context_label=REQUEST_LABEL if state.sent is not None else "",
                     timestamp=rec.timestamp,
                     span=rec.span,
                 )
             ]
+        if d.get("event") == "tool_response_preview":
+            admitted = _int(d.get("tokens_estimated"))
+            if admitted is not None and d.get("dropped") != "true":
+                state.new += admitted  # the output entered: the guard reserved this much
+            return [self.log(rec)]
+        if m := _RE_COMPLETED.search(text):
+            state.new += int(m.group(3))  # the executor counted an output the tools did not
+            return [self.log(rec)]
         if m := _RE_SESSION.search(text):
             extra = {"agent_id": d["agent"]} if d.get("agent") else {}
             return [
@@ -582,18 +752,59 @@ class _Interpreter:
             text=text, level=rec.level, tag=rec.remote, timestamp=rec.timestamp, span=rec.span
         )
 
+    # -- the guard's arithmetic, from the figures the log gives -------------------------------
+
+    def target(self, key: str, projected: int) -> GuardTarget | None:
+        """``key``'s target as its requests and limit records show it (None before a request
+        printed its window and output reserve). The limit is the one the agent logged, else
+        window − buffer − output with the buffer its percentages give."""
+        window = self.windows.get(key)
+        output = self.outputs.get(key)
+        if not window or output is None:
+            return None
+        limit = self.limits.get(key)
+        if limit is not None:
+            buffer = max(0, window - output - limit)
+        else:
+            buffer = self.buffers.get(key, DEFAULT_CONTEXT_BUFFER_TOKENS)
+            limit = max(0, window - buffer - output)
+        provider, model = _split_target(key)
+        return GuardTarget(
+            provider=provider or "",
+            model=model or "",
+            context_window=window,
+            buffer_tokens=buffer,
+            max_output_tokens=output,
+            limit=limit,
+            projected=projected,
+            blocked=limit > 0 and projected > limit,
+        )
+
+    def limit_of(self, key: str) -> int | None:
+        target = self.target(key, 0)
+        return target.limit if target is not None else self.limits.get(key)
+
     def request(self, rec: _Record, thread: str, text: str) -> list[Event]:
         d = rec.details
         m = _RE_REQUEST.search(text)
         expected = _int(d.get("expected_tokens"))
         window = _int(d.get("context_window"))
+        ctx = _int(d.get("ctx_tokens"))
+        pending = _int(d.get("new_tokens"))
+        schema = _int(d.get("schema_tokens"))
+        output = percent = None
         if m is not None:
+            ctx = ctx if ctx is not None else int(m.group(1))
+            pending = pending if pending is not None else int(m.group(2))
             expected = expected if expected is not None else int(m.group(3))
+            output, percent = int(m.group(4)), int(m.group(5))
             window = window if window is not None else int(m.group(6))
         final = d.get("final_turn") == "true" or "(final turn)" in text
+        key = f"{rec.provider}:{rec.model}"
+        state = self.state(thread)
         out: list[Event] = []
         if window:
-            self.windows[f"{rec.provider}:{rec.model}"] = window
+            self.windows[key] = window
             if thread == MAIN and self.info != (rec.model, window):
                 self.info = (rec.model, window)
                 extra = {"provider": rec.provider} if rec.provider else {}
@@ -607,16 +818,43 @@ class _Interpreter:
                         span=rec.span,
                     )
                 )
+        if output is not None:
+            self.outputs[key] = output
+            if window and expected is not None and percent is not None:
+                self.buffers[key] = _buffer(
+                    window, expected, output, percent, self.buffers.get(key)
+                )
+        if schema is not None:
+            state.schema = schema
         if expected is not None:
+            target = self.target(key, expected)
+            if target is not None:
+                current = ctx if ctx is not None and pending is not None else expected
+                out.append(
+                    GuardEvaluated(
+                        current=current,
+                        pending=expected - current,
+                        schema_tokens=state.schema,
+                        projected=expected,
+                        targets=(target,),
+                        # after the guard forced this final turn it decides nothing more
+                        status=None if state.forced_pending else GuardStatus.OK,
+                        trigger=TURN_PREFLIGHT,
+                        timestamp=rec.timestamp,
+                        span=rec.span,
+                    )
+                )
             out.append(
                 ContextMeasured(
                     tokens=expected,
                     limit=window or None,
-                    label="LLM request prepared",
+                    label=REQUEST_LABEL,
                     timestamp=rec.timestamp,
                     span=rec.span,
                 )
             )
+            state.current, state.pending, state.new = expected, 0, 0
+        state.sent = expected
         out.append(
             RequestSent(
                 model=rec.model,
@@ -626,8 +864,114 @@ class _Interpreter:
                 span=rec.span,
             )
         )
-        self.state(thread).forced_pending = False
+        state.forced_pending = False
+        state.target = key
+        state.tools_running = True
+        state.refused = None
         return out
+
+    def budget(
+        self, rec: _Record, thread: str, key: str, projected: int, limit: int
+    ) -> list[Event]:
+        """``Context budget exceeded``: the guard forced the final turn. Its evaluation at that
+        moment is rebuilt from the log (the counters add up to the projection it logged), then
+        the counters are enforced as the guard does."""
+        state = self.state(thread)
+        self.limits[key] = limit
+        trigger = rec.details.get("trigger") or (
+            TOOL_PREFLIGHT if state.tools_running else TURN_PREFLIGHT
+        )
+        notice = self.notice
+        provider, model = _split_target(key)
+        forced = self.final_turn(
+            rec,
+            thread,
+            reason="context",
+            projected=projected,
+            limit=limit,
+            provider=provider,
+            model=model,
+            turn=notice[1] if notice is not None else None,
+            max_turns=notice[2] if notice is not None else None,
+        )
+        # the executor logs its refusal (and its evaluation) before it forces the final turn
+        logged = state.evaluated == projected
+        state.evaluated = None
+        decision = [] if logged else [self.decision(rec, state, key, projected, trigger)]
+        state.enforce()
+        if trigger == TOOL_PREFLIGHT and not logged:
+            state.refused = (projected, limit)
+        if forced and isinstance(forced[0], FinalTurnForced):
+            return [*decision, *forced]
+        return forced
+
+    def decision(
+        self,
+        rec: _Record,
+        state: _ThreadState,
+        key: str,
+        projected: int,
+        trigger: str,
+        extra: int | None = None,
+    ) -> GuardEvaluated:
+        """The guard's evaluation at a decision: ``current`` the latest figure, ``new`` the
+        outputs admitted since, ``extra`` (at a tool preflight) the output asked for (given, or
+        what the projection holds beyond the counters); the counters add up to the logged
+        projection: what the log leaves unsized goes to ``new``, what it over-counts comes off
+        ``new``, then ``pending``, then ``current``."""
+        counters = [state.current, state.pending, state.new]
+        if extra is None:
+            extra = max(0, projected - sum(counters)) if trigger == TOOL_PREFLIGHT else 0
+        rest = projected - sum(counters) - extra
+        if rest >= 0:
+            counters[2] += rest
+        for index in (2, 1, 0):
+            taken = min(counters[index], max(0, -rest))
+            counters[index] -= taken
+            rest += taken
+        current, pending, new = counters
+        target = self.target(key, projected)
+        return GuardEvaluated(
+            current=current,
+            pending=pending,
+            new=new,
+            schema_tokens=state.schema,
+            extra=extra,
+            projected=projected,
+            targets=(target,) if target is not None else (),
+            status=GuardStatus.FINAL if trigger == TURN_PREFLIGHT else None,
+            trigger=trigger,
+            timestamp=rec.timestamp,
+            span=rec.span,
+        )
+
+    def limit_notice(self, rec: _Record, thread: str, text: str) -> list[Event]:
+        """``Context limit exceeded``: after enforcing, the context is still over the limit
+        (the figure is the one after enforcement); ``during turn execution`` enforces again."""
+        d = rec.details
+        state = self.state(thread)
+        if rec.provider and rec.provider != "agent" and rec.model:
+            key = f"{rec.provider}:{rec.model}"
+        else:
+            key = state.target
+        limit = _int(d.get("limit_tokens"))
+        if limit is not None and key:
+            self.limits[key] = limit
+        if "during turn execution" in text:
+            state.enforce()
+        notice = self.notice
+        provider, model = _split_target(key) if key else (None, None)
+        return self.final_turn(
+            rec,
+            thread,
+            reason=notice[0] if notice is not None else "context_limit_exceeded",
+            projected=_int(d.get("projected_tokens")),
+            limit=limit,
+            provider=provider,
+            model=model,
+            turn=notice[1] if notice is not None else None,
+            max_turns=notice[2] if notice is not None else None,
+        )
 
     def final_turn(
         self,
@@ -644,7 +988,7 @@ class _Interpreter:
     ) -> list[Event]:
         state = self.state(thread)
         turn = turn if turn is not None else rec.turn
-        if state.forced_pending or (turn is not None and turn in state.forced_turns):
+        if state.forced(turn):
             return [self.log(rec)]
         state.forced_pending = True
         if turn is not None:
@@ -663,25 +1007,78 @@ class _Interpreter:
             )
         ]
 
-    def skip(self, rec: _Record, projected: int, limit: int, target: str) -> GuardEvaluated:
-        provider, model = _split_target(target)
-        return GuardEvaluated(
+    def skip(self, rec: _Record, projected: int, limit: int, key: str) -> GuardEvaluated:
+        provider, model = _split_target(key)
+        target = self.target(key, projected) or GuardTarget(
+            provider=provider or "",
+            model=model or "",
+            context_window=self.windows.get(key, 0),
+            limit=limit,
             projected=projected,
-            targets=(
-                GuardTarget(
-                    provider=provider or "",
-                    model=model or "",
-                    context_window=self.windows.get(target, 0),
-                    limit=limit,
-                    projected=projected,
-                    blocked=limit > 0 and projected > limit,
-                ),
-            ),
+            blocked=limit > 0 and projected > limit,
+        )
+        return GuardEvaluated(
+            current=self.state(self.thread(rec)).current,
+            projected=projected,
+            targets=(target,),
             status=GuardStatus.SKIP,
-            trigger="turn_preflight",
+            trigger=TURN_PREFLIGHT,
             timestamp=rec.timestamp,
             span=rec.span,
         )
+
+    def dropped(self, rec: _Record, state: _ThreadState, tool: str) -> list[Event]:
+        """``output dropped after execution``: the guard refused the output. The first refusal
+        of a turn follows the ``Context budget exceeded`` it caused (its figures and its
+        evaluation); a later one is the counters since plus the output."""
+        d = rec.details
+        tokens = _int(d.get("tokens_estimated"))
+        out: list[Event] = []
+        limit: int | None
+        projected = _int(d.get("projected_tokens"))
+        if projected is not None:  # the record's own figures
+            limit = _int(d.get("limit_tokens"))
+        elif state.refused is not None:
+            projected, limit = state.refused
+            state.refused = None
+        else:
+            projected = state.base + tokens if tokens is not None else None
+            limit = self.limit_of(state.target)
+            if tokens is not None:
+                out.append(self.reservation(rec, state, tokens))
+        state.new += stub_tokens()
+        out.append(self.tool_output(rec, ToolOutputAction.DROPPED, tool, tokens, limit, projected))
+        return out
+
+    def reservation(self, rec: _Record, state: _ThreadState, tokens: int) -> GuardEvaluated:
+        """The guard's evaluation of an output it is asked to admit: the counters plus it."""
+        return self.decision(
+            rec, state, state.target, state.base + tokens, TOOL_PREFLIGHT, extra=tokens
+        )
+
+    def stored(self, rec: _Record, thread: str, tool: str, reason: str, size: int) -> list[Event]:
+        """``output stored for tool_output``: the output was kept out of the context, a handle
+        in its place. For the token budget, the figure it would have made is the counters plus
+        the output's own token count (the guard's estimate wraps it as a message, a few tokens
+        more); the size that entered instead comes with the handle's preview, next."""
+        d = rec.details
+        state = self.state(thread)
+        reason = d.get("reason") or reason
+        tokens = _int(d.get("tokens"))
+        out: list[Event] = []
+        projected = limit = None
+        if reason in _BUDGET_STORES and tokens is not None:
+            out.append(self.reservation(rec, state, tokens))
+            projected = state.base + tokens
+            limit = self.limit_of(state.target)
+        event = self.tool_output(rec, ToolOutputAction.SPILLED, tool, tokens, limit, projected)
+        if event.original_bytes is None:
+            event = event.model_copy(update={"original_bytes": _int(d.get("bytes")) or size})
+        handle = d.get("handle")
+        if handle:
+            self.held = _Held(rec, thread, stored=event, handle=handle)
+            return out
+        return [*out, event]
 
     def tool_output(
         self,
@@ -690,6 +1087,7 @@ class _Interpreter:
         tool: str,
         tokens: int | None,
         limit: int | None,
+        projected: int | None = None,
     ) -> ToolOutputChanged:
         d = rec.details
         if tokens is None:
@@ -698,18 +1096,34 @@ class _Interpreter:
                 tokens = _int(d.get("tokens"))
         if limit is None:
             limit = _int(d.get("limit_tokens"))
+        if projected is None:
+            projected = _int(d.get("projected_tokens"))
         return ToolOutputChanged(
             action=action,
             tool=tool,
             tokens=tokens,
             original_bytes=_int(d.get("original_bytes")),
             final_bytes=_int(d.get("final_bytes")),
-            projected_tokens=_int(d.get("projected_tokens")),
+            projected_tokens=projected,
             limit_tokens=limit,
             replacement=TOOL_NO_OUTPUT if action is ToolOutputAction.DROPPED else None,
             timestamp=rec.timestamp,
             span=rec.span,
         )
+
+
+def _buffer(window: int, expected: int, output: int, percent: int, known: int | None) -> int:
+    """The buffer that makes ``LLM request prepared``'s percentage come out as printed
+    (``round((expected + buffer + output) / window × 100)``): the one already found or the
+    agent's default when either does, else the middle of the range that does."""
+
+    def printed(buffer: int) -> int:
+        return math.floor((expected + buffer + output) / window * 100 + 0.5)
+
+    for candidate in (known, DEFAULT_CONTEXT_BUFFER_TOKENS):
+        if candidate is not None and printed(candidate) == percent:
+            return candidate
+    return max(0, round(percent * window / 100) - expected - output)
 
 
 def _usage(details: dict[str, str], text: str) -> Usage | None:
@@ -876,13 +1290,17 @@ class AiAgentLogParser(LineParser):
         )
         return self._meaning.events(rec)
 
+    def end_of_input(self) -> Iterable[Event]:
+        return self._meaning.flush()
+
     def _plain(self, text: str, span: SourceSpan) -> list[Event]:
+        out = self._meaning.flush()
         clean = strip_ansi(text).rstrip()
         if not clean.strip():
-            return [LogLine(text=clean, span=span)]
+            return [*out, LogLine(text=clean, span=span)]
         m = _PROBE.match(clean)
         if m is None:
-            return [LogLine(text=clean, span=span)]
+            return [*out, LogLine(text=clean, span=span)]
         sev, _arrow, turn, _sub, _kind, remote, message = m.groups()
         rec = _Record(
             message=message,
@@ -895,8 +1313,8 @@ class AiAgentLogParser(LineParser):
             extra: dict[str, Any] = {"exit": remote}
             if not self._meaning.outcome_seen:
                 extra["outcome"] = remote
-            return [SessionInfo(extra=extra, span=span), self._meaning.log(rec)]
-        return [self._meaning.log(rec)]
+            return [*out, SessionInfo(extra=extra, span=span), self._meaning.log(rec)]
+        return [*out, self._meaning.log(rec)]
 
 
 def _sub_span(span: SourceSpan, start: int, length: int) -> SourceSpan:
@@ -923,11 +1341,15 @@ class AiAgentConsoleParser(LineParser):
         super().__init__(source, path)
         self._meaning = _Interpreter()
 
+    def end_of_input(self) -> Iterable[Event]:
+        return self._meaning.flush()
+
     def parse_line(self, line: bytes, span: SourceSpan) -> Iterable[Event]:
         out: list[Event] = []
         clean = strip_ansi(decode_text(line, self, span, out)).rstrip()
         m = _CONSOLE.match(clean)
         if m is None:
+            out.extend(self._meaning.flush())
             if _SEV_PREFIX.match(clean):
                 out.append(self.issue(span, "console record without a valid header", line))
             else:  # stack lines of an error, other text
@@ -1034,6 +1456,7 @@ DEBUG_SPEC = register(
         parser=AiAgentDebugParser,
         sniff=sniff_debug,
         default_profile="aiagent",
+        stream_merge=merge,
     )
 )
 LOG_SPEC = register(
@@ -1044,6 +1467,7 @@ LOG_SPEC = register(
         parser=AiAgentLogParser,
         sniff=sniff_log,
         default_profile="aiagent",
+        stream_merge=merge,
     )
 )
 CONSOLE_SPEC = register(
@@ -1054,5 +1478,6 @@ CONSOLE_SPEC = register(
         parser=AiAgentConsoleParser,
         sniff=sniff_console,
         default_profile="aiagent",
+        stream_merge=merge,
     )
 )

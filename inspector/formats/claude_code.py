@@ -54,7 +54,7 @@ from __future__ import annotations
 import gc
 import re
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -1896,8 +1896,9 @@ def _call_of_result(line: bytes, agent_id: str) -> str | None:
 # --merge: one run's files as one session
 
 
-def order_streams(streams: list[tuple[str, list[Event]]]) -> list[Event]:
-    """One session of one run's Claude Code files: its session transcript, its sub-agent
+def merge_streams(streams: Sequence[Sequence[Event]], formats: Sequence[str]) -> list[Event]:
+    """One session of one run's Claude Code files (``FormatSpec.stream_merge``; ``formats``:
+    each stream's format name): its session transcript, its sub-agent
     files, and its stream-json stdout (one per invocation). They repeat each other record for
     record (the same uuids, the same response ids), so each record is taken once, from the
     session transcript first (its usage is the final one; the stdout's assistant lines carry a
@@ -1907,13 +1908,17 @@ def order_streams(streams: list[tuple[str, list[Event]]]) -> list[Event]:
     or stdout is merged too. Events are ordered by their timestamps, each file in its own
     order (a line without a timestamp takes the one before it)."""
     ranked = sorted(
-        enumerate(streams), key=lambda item: (item[1][0] != SPEC.name, item[0])
+        range(len(streams)), key=lambda index: (formats[index] != SPEC.name, index)
     )  # session transcripts first, each group in the order given
-    agents = [_agent_of(events) if name == SPEC.name else None for name, events in streams]
+    agents = [
+        _agent_of(events) if name == SPEC.name else None
+        for name, events in zip(formats, streams, strict=True)
+    ]
     rethread = any(agent is None for agent in agents)
     seen = _Seen()
     keyed: list[tuple[str, int, int, Event]] = []
-    for rank, (index, (_name, events)) in enumerate(ranked):
+    for rank, index in enumerate(ranked):
+        events = streams[index]
         agent = agents[index]
         thread = f"agent-{agent}" if agent is not None and rethread else None
         taken = list(_taken(events, thread, seen))
@@ -1939,7 +1944,7 @@ class _Seen:
         self.compactions: dict[tuple[str, str, int | None, int | None], int] = {}
 
 
-def _agent_of(events: list[Event]) -> str | None:
+def _agent_of(events: Sequence[Event]) -> str | None:
     """The agent id a sub-agent file names, else None."""
     for event in events:
         if isinstance(event, SessionInfo) and isinstance(event.extra.get("agent_id"), str):
@@ -1947,7 +1952,7 @@ def _agent_of(events: list[Event]) -> str | None:
     return None
 
 
-def _taken(events: list[Event], thread: str | None, seen: _Seen) -> Iterator[Event]:
+def _taken(events: Sequence[Event], thread: str | None, seen: _Seen) -> Iterator[Event]:
     """The events of one file that no file before it recorded, moved to ``thread`` when given
     (a sub-agent file's own session facts are left out then)."""
     mine = _Seen()
@@ -2171,6 +2176,6 @@ SPEC = register(
         default_profile="claude-code",
         expand=expand,
         folder=True,
-        order_streams=order_streams,
+        stream_merge=merge_streams,
     )
 )

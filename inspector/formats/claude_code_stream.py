@@ -10,7 +10,7 @@ window and max output as the CLI resolved them. The reading itself is the sessio
 with ``parent_tool_use_id``) get the thread ``agent-<agent_id>``.
 
 ``--merge`` of a run's streams (the session file, its sub-agent files, this stdout, one per
-invocation) is ``claude_code.order_streams``: one session, each record once.
+invocation) is ``claude_code.merge_streams``: one session, each record once.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from inspector.formats.claude_code import (
     BOM,
     STREAM_TYPES,
     ClaudeCodeParser,
-    order_streams,
+    merge_streams,
     parsed_head,
 )
 from inspector.formats.registry import FormatSpec, Head, register
@@ -72,6 +72,6 @@ STREAM_SPEC = register(
         parser=ClaudeCodeStreamParser,
         sniff=sniff_stream,
         default_profile="claude-code",
-        order_streams=order_streams,
+        stream_merge=merge_streams,
     )
 )

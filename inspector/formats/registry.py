@@ -75,7 +75,7 @@ class FormatSpec:
     sessions; following such an input re-reads it on change. A format whose inputs can be a
     folder of several files of that format (a project folder) gives ``expand``, which lists
     the files to open, each as its own session. Formats of one agent whose streams repeat
-    each other (a stdout, a log and a transcript of the same run) give ``order_streams``;
+    each other (a stdout, a log and a transcript of the same run) give ``stream_merge``;
     an agent whose files of one run are not all streams gives ``merge``.
     """
 
@@ -97,10 +97,12 @@ class FormatSpec:
     # one session of several inputs of one run (``--merge``), for an agent whose files are not
     # all streams (a database beside its log): every input's path and format, in order
     merge: Callable[[Sequence[Path], Sequence[FormatSpec]], list[SnapshotSession]] | None = None
-    # how ``--merge`` orders the streams of one run when every stream is of a format that
-    # names the same function (streams of one agent that repeat each other): (format name,
-    # events) per stream -> one stream
-    order_streams: Callable[[list[tuple[str, list[Event]]]], list[Event]] | None = None
+    # how streams of one run merge when these formats know better than their order by time:
+    # given each stream's events and its format's name, the events of the one session (None:
+    # not a combination they know); used when every stream merged names the same function
+    stream_merge: (
+        Callable[[Sequence[Sequence[Event]], Sequence[str]], list[Event] | None] | None
+    ) = None
 
     def make_parser(self, source: int = 0, path: str = "") -> Parser:
         """A stream parser for this format (only for formats that have one)."""

@@ -247,3 +247,14 @@ def test_without_a_terminal_the_dashboard_is_not_started(
     assert main([str(chat)]) == 2
     err = capsys.readouterr().err
     assert "no terminal" in err and "ctx-inspect stats" in err
+
+
+def test_a_long_path_stays_on_one_line_when_piped(
+    capsys: pytest.CaptureFixture[str], chat: Path, tmp_path: Path
+) -> None:
+    deep = tmp_path / ("d" * 90) / ("e" * 90)
+    deep.mkdir(parents=True)
+    target = deep / "session-with-a-long-name.json"
+    target.write_bytes(chat.read_bytes())
+    assert main(["stats", "--no-exact", str(target)]) == 0
+    assert str(target) in capsys.readouterr().out.splitlines()

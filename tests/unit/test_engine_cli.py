@@ -42,6 +42,8 @@ RECORDED = [
     DATA / "baseagent" / "typical.log",
     DATA / "aiagent" / "log.log",
     DATA / "aiagent" / "debug.log",
+    DATA / "aiagent" / "drop.stdout.log",
+    DATA / "aiagent" / "drop.stderr.log",
 ]
 
 
@@ -52,6 +54,25 @@ def test_replay_reproduces_every_recorded_decision_at_its_step(path: Path, capsy
     assert data["recorded_decisions"], "the fixture should record decisions"
     assert data["agreement"] == 1.0
     assert data["disagreements"] == []
+
+
+def test_replay_of_one_runs_merged_streams_reproduces_its_decisions(capsys) -> None:
+    streams = [str(DATA / "aiagent" / "drop.stdout.log"), str(DATA / "aiagent" / "drop.stderr.log")]
+    data = run_json(capsys, "replay", "--merge", *streams)
+    assert data["agreement"] == 1.0 and data["disagreements"] == []
+    assert sorted(d["kind"] for d in data["recorded_decisions"]) == [
+        "dropped",
+        "dropped",
+        "final_turn",
+    ]
+    # a limit above the first refusal only: the first output stays, the second is refused
+    wider = run_json(capsys, "replay", "--merge", *streams, "--set", "context_window=26200")
+    assert wider["dropped_tool_outputs"] == 1
+    assert [f["step"] for f in wider["final_turns"]] == [3]
+    # room for both: they stay, and the next request (9,613 + 6,100) fits too
+    wide = run_json(capsys, "replay", "--merge", *streams, "--set", "context_window=30000")
+    assert wide["dropped_tool_outputs"] == 0 and wide["final_turns"] == []
+    assert wide["curve"][-1]["tokens"] == 9_613 + 2_600 + 3_500
 
 
 def test_replay_under_other_settings_reports_the_disagreement(capsys) -> None:

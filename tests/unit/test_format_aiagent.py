@@ -35,7 +35,7 @@ from inspector.formats.aiagent import (
 )
 from inspector.formats.base import Parser
 from inspector.formats.registry import Head
-from inspector.loader import merge_streams
+from inspector.loader import merge_streams, open_inputs
 from tests.corpus import foreign_files
 
 DATA = Path(__file__).parents[1] / "data" / "aiagent"
@@ -358,9 +358,17 @@ def test_logfmt_guard_spill_subagent_and_one_final_turn_per_turn() -> None:
         (ToolOutputAction.DROPPED, "fs__Grep", 40200, 160800),
     ]
     assert changes[1].limit_tokens == 87808 and changes[1].replacement
+    # stored for its size: no budget figure; refused: the record's own figures
+    assert changes[0].projected_tokens is None and changes[1].projected_tokens == 100800
     guard = of(GuardEvaluated, got)
-    assert len(guard) == 1 and guard[0].status is GuardStatus.SKIP
-    target = guard[0].targets[0]
+    # each request's evaluation (the prepared line's counters), and the skip
+    assert [(g.status, g.projected) for g in guard] == [
+        (GuardStatus.OK, 20500),
+        (GuardStatus.SKIP, 95000),
+        (None, 96000),  # after the final turn was decided: it decides nothing more
+    ]
+    assert (guard[0].current, guard[0].pending, guard[0].new) == (20000, 500, 0)
+    target = guard[1].targets[0]
     assert (target.provider, target.model, target.limit, target.projected, target.blocked) == (
         "openai",
         "gpt-4o",
@@ -379,15 +387,18 @@ def test_logfmt_guard_spill_subagent_and_one_final_turn_per_turn() -> None:
     # the sub-agent's own context figure stays text: it must not count on the main timeline
     assert [m.tokens for m in of(ContextMeasured, got)] == [20500, 96000]
     forced = of(FinalTurnForced, got)
+    # the final turn detected for the turn limit, with the context's figures of the notice
+    # that follows it; a notice after the last request starts a final turn of its own
     assert [
         (f.reason, f.turn, f.max_turns, f.projected_tokens, f.limit_tokens) for f in forced
     ] == [
-        ("max_turns", 4, 4, None, None),
+        ("max_turns", 4, 4, 96000, 87808),
         ("context_limit_exceeded", 5, None, 99000, 87808),
     ]
     assert [e.text for e in of(LogLine, got)] == [
         "LLM request prepared [ctx 0, new 900, expected 900 + output 32000 = 32% of 128000]",
-        "Context limit exceeded during turn execution; proceeding with final turn.",
+        "Final turn detected (turn=4/4, reason=max_turns); removing all tools to force "
+        "final-report.",
     ]
 
 
@@ -530,6 +541,229 @@ def test_fixtures_are_detected(name: str, expected: str) -> None:
     assert spec.name == expected
     assert spec.default_profile == "aiagent"
     assert spec.make_parser().format_name == expected
+
+
+# -- guard decisions on stderr: the figures at each decision ---------------------------------
+
+
+def record(message: str, level: str = "wrn", turn: int = 4, **details: str | int) -> str:
+    """One stderr record as ai-agent's logfmt sink writes it (colour codes included)."""
+    colour = {"vrb": "\x1b[90m", "wrn": "\x1b[33m"}[level]
+    fields = " ".join(f"{k}={v}" for k, v in details.items())
+    head = (
+        f"ts=2026-02-02T10:00:{turn:02d}.000Z level={level} priority=4 type=llm "
+        f"direction=response turn={turn} subturn=0 remote=agent:context agent=a agent_path=a"
+    )
+    message = message.replace('"', '\\"')
+    return f'{colour}{head} {fields} message="{message}"\x1b[0m'
+
+
+PREPARED = record(
+    "LLM request prepared [ctx 30000, new 2000, expected 32000 + output 8000 = 96% of 50000]",
+    "vrb",
+    3,
+    provider="p",
+    model="m",
+    ctx_tokens=30000,
+    new_tokens=2000,
+    schema_tokens=1500,
+    expected_tokens=32000,
+    context_window=50000,
+)
+ANSWER = record(
+    "LLM response received",
+    "vrb",
+    3,
+    provider="p",
+    model="m",
+    input_tokens=33000,
+    cache_read_tokens=0,
+    output_tokens=400,
+    ctx_tokens=33400,
+)
+OUTPUT = record(
+    "ok preview: x", "vrb", 3, event="tool_response_preview", tokens_estimated=6000, dropped="false"
+)
+DETECTED = record(
+    "Final turn detected (turn=4/10, reason=context); removing all tools to force final-report."
+)
+BUDGET = record(
+    "Context budget exceeded (p:m - projected 39400 tokens vs limit 33808). Forcing final turn.",
+    trigger="turn_preflight",
+)
+
+
+def log_of(*records: str) -> list[Event]:
+    return read(AiAgentLogParser, "\n".join(records).encode() + b"\n")
+
+
+@pytest.mark.parametrize("order", ["detected first", "budget first", "detected at the end"])
+def test_a_forced_final_turn_has_its_figures_whichever_record_comes_first(order: str) -> None:
+    notices = {
+        "detected first": [DETECTED, BUDGET],
+        "budget first": [BUDGET, DETECTED],
+        "detected at the end": [DETECTED],
+    }[order]
+    got = log_of(PREPARED, OUTPUT, ANSWER, *notices)
+    (forced,) = of(FinalTurnForced, got)
+    if order == "detected at the end":  # flushed at the end of the input, with what it has
+        assert (forced.reason, forced.turn, forced.max_turns) == ("context", 4, 10)
+        assert forced.projected_tokens is None
+        return
+    assert (forced.projected_tokens, forced.limit_tokens, forced.provider, forced.model) == (
+        39400,
+        33808,
+        "p",
+        "m",
+    )
+    assert forced.turn == 4
+    assert forced.max_turns == (10 if order == "detected first" else None)
+    # the evaluation that forced it, just before it: 33,400 answered + 6,000 of output
+    decision = got[got.index(forced) - 1]
+    assert isinstance(decision, GuardEvaluated)
+    assert (decision.current, decision.pending, decision.new, decision.projected) == (
+        33400,
+        0,
+        6000,
+        39400,
+    )
+    assert (decision.status, decision.trigger, decision.schema_tokens) == (
+        GuardStatus.FINAL,
+        "turn_preflight",
+        1500,
+    )
+    # the limit the agent logged, the output reserve its request printed
+    (target,) = decision.targets
+    assert (target.context_window, target.max_output_tokens, target.limit) == (50000, 8000, 33808)
+    assert target.buffer_tokens == 8192
+    # the other notice is a line of the same final turn
+    texts = [e.text for e in of(LogLine, got)]
+    assert any(t.startswith("Final turn detected") for t in texts)
+    assert uncovered_lines("\n".join([PREPARED, OUTPUT, ANSWER, *notices]).encode(), got) == []
+
+
+def test_the_buffer_is_the_one_the_printed_percentage_gives() -> None:
+    # (32,000 + 8,192 + 8,000) / 50,000 = 96%: the default buffer
+    (guard,) = of(GuardEvaluated, log_of(PREPARED))
+    (target,) = guard.targets
+    assert (target.buffer_tokens, target.limit) == (8192, 33808)
+    assert (guard.current, guard.pending, guard.projected, guard.status) == (
+        30000,
+        2000,
+        32000,
+        GuardStatus.OK,
+    )
+    # 90% is no default: the buffer that gives it (another buffer was configured)
+    other = PREPARED.replace("= 96% of", "= 90% of")
+    (guard,) = of(GuardEvaluated, log_of(other))
+    assert (guard.targets[0].buffer_tokens, guard.targets[0].limit) == (5000, 37000)
+    # once the agent logs its limit, that limit stands
+    got = log_of(other, OUTPUT, ANSWER, BUDGET, other.replace("turn=3", "turn=4"))
+    assert [g.targets[0].limit for g in of(GuardEvaluated, got)] == [37000, 33808, 33808]
+
+
+def test_the_profile_takes_the_latest_target_the_log_gave(tmp_path: Path) -> None:
+    other = PREPARED.replace("= 96% of", "= 90% of")
+    path = tmp_path / "run.stderr.log"
+    path.write_text("\n".join([other, OUTPUT, ANSWER, BUDGET, other.replace("turn=3", "turn=4")]))
+    (loaded,) = open_inputs([path], lambda spec: build_profile(None, default=spec.default_profile))
+    # the limit the agent logged (33,808) over the buffer the first percentage suggested
+    assert loaded.profile.threshold() == 33808
+    assert loaded.profile.settings()["max_output"] == 8000
+
+
+def test_the_request_keeps_the_agents_figure_and_the_usage_beside_it() -> None:
+    got = log_of(PREPARED, ANSWER)
+    (usage,) = of(UsageReported, got)
+    assert usage.usage.prompt_tokens == 33000
+    assert (usage.context_tokens, usage.context_label) == (32000, "LLM request prepared")
+
+
+# -- the card's guard-drop run: toolOutput disabled, outputs dropped after execution ----------
+
+
+def test_drop_fixture_stderr() -> None:
+    data = (DATA / "drop.stderr.log").read_bytes()
+    got = read(AiAgentLogParser, data)
+    assert not of(ParseIssue, got)
+    assert uncovered_lines(data, got) == []
+    forced = of(FinalTurnForced, got)
+    assert [
+        (f.reason, f.turn, f.max_turns, f.projected_tokens, f.limit_tokens) for f in forced
+    ] == [("context", 2, 15, 13740, 11712)]
+    drops = of(ToolOutputChanged, got)
+    assert [(d.action, d.tool, d.tokens, d.projected_tokens, d.limit_tokens) for d in drops] == [
+        (ToolOutputAction.DROPPED, "fs__Read", 2600, 13740, 11712),
+        # enforcing zeroed the outputs counted: 8,340 + the first one's stub (19) + 3,500
+        (ToolOutputAction.DROPPED, "fs__Read", 3500, 11859, 11712),
+    ]
+    assert all(d.original_bytes and d.final_bytes == 45 and d.replacement for d in drops)
+    assert got.index(forced[0]) < got.index(drops[0])  # the refusal forced it, then the drop
+    guards = of(GuardEvaluated, got)
+    decision, refusal = (g for g in guards if g.trigger == "tool_preflight")
+    assert (decision.current, decision.new, decision.extra, decision.status) == (
+        8340,
+        2800,
+        2600,
+        None,
+    )
+    assert (refusal.current, refusal.new, refusal.extra) == (8340, 19, 3500)
+    # the final turn: the two stubs' tokens pending
+    last = guards[-1]
+    assert (last.current, last.pending, last.projected, last.schema_tokens) == (9575, 38, 9613, 469)
+    assert [m.tokens for m in of(ContextMeasured, got)] == [1500, 8340, 9613]
+    assert [r.final_turn for r in of(RequestSent, got)] == [False, False, True]
+    assert info_extra(got)["outcome"] == "EXIT-TOKEN-LIMIT"
+
+
+def test_drop_fixture_stdout() -> None:
+    data = (DATA / "drop.stdout.log").read_bytes()
+    got = read(AiAgentDebugParser, data)
+    assert not of(ParseIssue, got)
+    assert uncovered_lines(data, got) == []
+    (forced,) = of(FinalTurnForced, got)
+    assert (forced.projected_tokens, forced.limit_tokens) == (13740, 11712)
+    # the refused reservation is the output the tools drop (the later refusal is not told
+    # apart from a preview here: the log names it)
+    (drop,) = of(ToolOutputChanged, got)
+    assert (drop.action, drop.tokens, drop.projected_tokens, drop.limit_tokens) == (
+        ToolOutputAction.DROPPED,
+        2600,
+        13740,
+        11712,
+    )
+    assert got.index(forced) < got.index(drop)
+
+
+def test_drop_fixture_merged() -> None:
+    loaded = merge_streams(
+        [DATA / "drop.stdout.log", DATA / "drop.stderr.log"],
+        lambda spec: build_profile(spec.default_profile),
+        count_exact=False,
+    )
+    events = list(loaded.session.events())
+    assert not loaded.session.issues
+    assert len(of(RequestSent, events)) == 3
+    (forced,) = of(FinalTurnForced, events)
+    assert (forced.turn, forced.projected_tokens, forced.timestamp) == (
+        2,
+        13740,
+        "2026-05-04T10:00:00.592Z",
+    )
+    drops = of(ToolOutputChanged, events)
+    # the log's drops, at the debug stream's evaluations that refused them, with their figures
+    assert [(d.tool, d.tokens, d.projected_tokens) for d in drops] == [
+        ("fs__Read", 2600, 13740),
+        ("fs__Read", 3500, 11859),
+    ]
+    assert events.index(forced) < events.index(drops[0])
+    refusals = [e for e in events if isinstance(e, GuardEvaluated) and e.extra in (2600, 3500)]
+    assert [events.index(r) < events.index(d) for r, d in zip(refusals, drops, strict=True)] == [
+        True,
+        True,
+    ]
+    assert all(r.span is not None and r.span.source == 0 for r in refusals)
+    assert [s.tokens for s in loaded.session.steps] == [1500, 8340, 9613]
 
 
 # -- the real run -------------------------------------------------------------------------------

@@ -43,9 +43,10 @@ from inspector.core.policies.base import (
     total,
     unchanged,
 )
-from inspector.core.profiles import PROFILE_NAMES, GenericProfile, Profile
+from inspector.core.profiles import PROFILE_NAMES, GenericProfile, Profile, make_profile
 from inspector.core.replay import (
     Decision,
+    ReplayResult,
     Situation,
     _acted_on,
     compare,
@@ -595,3 +596,68 @@ def test_a_request_over_the_providers_limit_is_refused_and_the_agent_hears_it() 
     )
     assert unlimited.heard == [] and plain.decisions == [] and plain.agreement == 0.0
     assert unlimited.seen[6].refused is None
+
+
+# -- a figures-only log of an agent whose guard logs its decisions --------------------------------
+
+
+def figures_session(*events: Event) -> Session:
+    session = Session()
+    session.append(list(events))
+    return session
+
+
+def guard_replay(session: Session, limit: int = 10_000) -> ReplayResult:
+    """Under the aiagent profile: a window whose limit is ``limit`` (buffer 0, output 0)."""
+    prof = make_profile(
+        "aiagent", {"context_window": limit, "buffer_tokens": 0, "max_output_tokens": 0}
+    )
+    return replay(session, prof, estimate=chars4, summarizer=EchoSummarizer())
+
+
+def test_a_change_the_budget_caused_is_decided_again_one_for_size_is_made_again() -> None:
+    stored = ToolOutputChanged(
+        action=ToolOutputAction.SPILLED, tokens=3_000, tokens_after=100, projected_tokens=11_000
+    )
+    cut = ToolOutputChanged(action=ToolOutputAction.SPILLED, tokens=9_000, tokens_after=100)
+    session = figures_session(
+        ContextMeasured(tokens=5_000), RequestSent(), stored, cut, ContextMeasured(tokens=8_100)
+    )
+    session.append([RequestSent()])
+    result = guard_replay(session)
+    assert [(d.step, d.kind) for d in result.recorded] == [(2, "truncated"), (2, "truncated")]
+    assert result.agreement == 1.0
+    # a limit where the output fits: it stays, whole (the recording kept 100 of its 3,000)
+    roomy = guard_replay(session, 12_000)
+    assert [(d.step, d.kind, d.detail) for d in roomy.decisions] == [
+        (2, "truncated", "cut for its size, as recorded")
+    ]
+    assert roomy.steps[1].tokens == 8_100 + 2_900
+
+
+def test_a_final_turn_not_forced_by_the_context_is_made_again() -> None:
+    session = figures_session(
+        ContextMeasured(tokens=2_000),
+        RequestSent(),
+        FinalTurnForced(reason="max_turns", turn=2, max_turns=2),
+        ContextMeasured(tokens=3_000),
+        RequestSent(final_turn=True),
+    )
+    result = guard_replay(session)
+    assert result.agreement == 1.0 and result.disagreements == []
+    assert [(d.step, d.kind, d.detail) for d in result.decisions] == [
+        (2, "final_turn", "max_turns")
+    ]
+
+
+def test_a_decision_after_the_last_request_is_said_so_not_counted() -> None:
+    session = figures_session(
+        ContextMeasured(tokens=2_000),
+        RequestSent(),
+        FinalTurnForced(reason="context", projected_tokens=12_000, limit_tokens=10_000),
+    )
+    result = guard_replay(session)
+    assert result.agreement == 1.0 and result.disagreements == []
+    ((late, why),) = result.undetermined
+    assert (late.step, late.kind) == (2, "final_turn")
+    assert "after the recording's last request" in why

@@ -320,6 +320,15 @@ def test_a_refused_request_belongs_to_its_step_and_counts_only_towards_its_peak(
     assert s.steps.peak(0) == 210_000
 
 
+def test_the_figure_that_forced_a_final_turn_counts_towards_its_steps_peak() -> None:
+    s = Session()
+    s.append([ContextMeasured(tokens=27_129), RequestSent()])
+    forced = FinalTurnForced(reason="context", projected_tokens=38_308, limit_tokens=35_712)
+    s.append([forced, ContextMeasured(tokens=32_898), RequestSent(final_turn=True)])
+    last = s.steps[-1]
+    assert (last.tokens, last.peak, last.final_turn) == (32_898, 38_308, True)
+
+
 def test_a_step_with_a_forced_final_turn_keeps_the_evaluation_that_forced_it() -> None:
     from inspector.core.model import GuardEvaluated
 

@@ -50,7 +50,15 @@ from inspector.core.guard import (
     GuardTargetConfig,
     Preflight,
 )
-from inspector.core.model import GuardStatus, Message, MessageKind, Part, PartType, Role
+from inspector.core.model import (
+    GuardEvaluated,
+    GuardStatus,
+    Message,
+    MessageKind,
+    Part,
+    PartType,
+    Role,
+)
 from inspector.core.policies.base import (
     Action,
     ContextItem,
@@ -204,6 +212,21 @@ def guard_for_items(
     if phase == "tool":
         return guard.with_counters(current, others, tools)
     return guard.with_counters(current, others + tools, 0)
+
+
+def _guard_as_recorded(
+    items: Sequence[ContextItem], profile: AiAgentProfile, recorded: GuardEvaluated
+) -> ContextGuard:
+    """The guard at a preflight the agent logged, with ``items``' total as its projection
+    (the recording's figure, or what replay made of it), under ``profile``'s limit."""
+    total = visible_total(items)
+    new = max(0, min(recorded.new, total))
+    pending = max(0, min(recorded.pending, total - new))
+    provider = model = DEFAULT_TARGET
+    if recorded.targets:
+        provider, model = recorded.targets[0].provider, recorded.targets[0].model
+    guard = ContextGuard.for_profile(profile, provider, model, schema=recorded.schema_tokens)
+    return guard.with_counters(total - pending - new, pending, new)
 
 
 def _limit_of(blocked_limit: int | None, guard: ContextGuard) -> int:
@@ -383,11 +406,21 @@ class AiAgentPolicy:
         final_schema_tokens: int | None = None,
         provider: str = DEFAULT_TARGET,
         model: str = DEFAULT_TARGET,
+        recorded: GuardEvaluated | None = None,
     ) -> list[PolicyResult]:
         """The turn preflight before a request. ``ok`` → []; ``skip`` / ``final`` → one
         FINAL_TURN result (the context is unchanged); ``final`` the runner does not enforce
-        (the overflow is within the schema's size) → []."""
+        (the overflow is within the schema's size) → [].
+
+        ``recorded``: the evaluation the agent logged at this preflight, for a context that is
+        a figure alone (replay of a log): the figure is split into the counters as the log
+        shows them (``new``, which forcing the final turn drops, and ``pending`` as logged, the
+        rest ``current``), with the logged schema and target name."""
         prof = _profile(profile)
+        if guard is None and recorded is not None:
+            guard = _guard_as_recorded(items, prof, recorded)
+            if recorded.targets:
+                provider, model = recorded.targets[0].provider, recorded.targets[0].model
         if guard is None:
             guard = guard_for_items(
                 items,
