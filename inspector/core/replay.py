@@ -78,6 +78,7 @@ class Decision:
     # the figure the replayed agent compared with its limit, when its policy says (it can
     # differ from tokens_before: the context acted on, or the recorded one where replay took it)
     figure: int | None = None
+    failed: bool = False  # the agent decided to act and its action failed (nothing changed)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -86,6 +87,7 @@ class Decision:
             "tokens_before": self.tokens_before,
             "tokens_after": self.tokens_after,
             "detail": self.detail,
+            "failed": self.failed,
         }
 
 
@@ -344,6 +346,9 @@ def _replay(
     pending: list[Decision] = []  # decisions taken in the build-up of the next request
     adopt_recorded = False  # the replay compacts where the recording did: take its result
     skip_ids: set[str] = set()  # what a recorded compaction the replay did not make put in
+    # the latest request was the agent's own summarisation call: its management decided for
+    # the request that follows it, which is not managed again
+    after_call = False
 
     # the summary the replay's latest compaction wrote: (its id, the step the compaction
     # fired at, its decision); the recording's own summary of a compaction at the same point
@@ -479,6 +484,8 @@ def _replay(
                 pre = max(0, recorded_tokens + offset + recorded_reduction)
                 overhead = pre
             last_overhead = overhead
+            managed = not after_call
+            after_call = event.compaction
             with context.with_overhead(overhead, has_messages) as items:
                 fired = []
                 if after_request is not None and answered is not None:
@@ -491,7 +498,8 @@ def _replay(
                         figure=answered.tokens,
                         refused=refused,
                     )
-                fired += _manage(policy, items, profile, estimate, summarizer, preflight)
+                if managed:
+                    fired += _manage(policy, items, profile, estimate, summarizer, preflight)
                 fired = [r for r in fired if r.fired]
                 # what the fired results acted on, copied once one of them is recorded
                 before: list[ContextItem] | None = None
@@ -525,7 +533,13 @@ def _replay(
                     # or both) is the best knowledge of what acting did
                     step_decisions += [
                         Decision(
-                            step, d.kind, d.tokens_before, d.tokens_after, d.detail, d.persistent
+                            step,
+                            d.kind,
+                            d.tokens_before,
+                            d.tokens_after,
+                            d.detail,
+                            d.persistent,
+                            failed=d.failed,
                         )
                         for d in recorded_here
                         if d.kind in _REDUCING
@@ -551,18 +565,20 @@ def _replay(
                             f"{result.reason} ({FAILED_HERE})" if failed else result.reason,
                             persistent,
                             _figure(result),
+                            failed=failed,
                         )
                     )
                     if before is None:
                         before = items[:]  # a plain list (a slice copies fast)
                     results.append(ActionRecord(step, before, result))
-                    if kind in _REDUCING and not failed:
+                    if kind in _REDUCING and persistent and not failed:
+                        # a reduction for one request only (a pruned copy sent, the agent's
+                        # list kept) leaves the context, and the step's figure, as they were
                         saved = max(0, result.tokens_saved)
                         replayed_reduction += saved
-                        if persistent:
-                            replayed_persistent += saved
-                            context.replace(result.items)
-                            summary_written(result, step_decisions[-1], step)
+                        replayed_persistent += saved
+                        context.replace(result.items)
+                        summary_written(result, step_decisions[-1], step)
             tokens = max(0, pre - replayed_reduction)
             # an agent that decides on its last request's figure never sent the context it
             # then acted on: its step's highest figure is the one it decided on
@@ -642,6 +658,7 @@ def _replay(
     determinable = [d for d in recorded if id(d) not in unknown]
     agreement, disagreements = compare(determinable, decisions)
     _other_setting(disagreements, decisions, profile)
+    _not_shown(disagreements, session)
     return ReplayResult(
         profile,
         steps,
@@ -845,6 +862,7 @@ def _answer_to_compaction_call(
         recorded.tokens_after,
         recorded.detail,
         figure=None if by_user or acted is None else _figure(acted),
+        failed=recorded.failed,
     )
 
 
@@ -913,6 +931,7 @@ def recorded_decisions(session: Session) -> list[Decision]:
                         event.tokens_before,
                         None if event.failed else event.tokens_after,
                         detail,
+                        failed=event.failed,
                     )
                 )
         elif isinstance(event, Pruned):
@@ -984,6 +1003,18 @@ def _after_the_last_request(
         for d in recorded
         if d.kind == "final_turn" and d.step > last and d.step not in made
     ]
+
+
+def _not_shown(disagreements: list[dict[str, Any]], session: Session) -> None:
+    """Say why at each decision only replay made, when the input says it cannot show the
+    agent's context management (a stream of messages only): the agent's own decisions are not
+    in it, so whether the agent acted there cannot be known from it."""
+    note = session.info.get("context_note")
+    if not isinstance(note, str) or not note:
+        return
+    for entry in disagreements:
+        if not entry["recorded"]:
+            entry["reason"] = f"this input cannot show whether the agent acted here: {note}"
 
 
 def compare(
