@@ -106,6 +106,7 @@ from inspector.formats.jsinspect import strip_ansi
 from inspector.formats.registry import FormatSpec, Head, register
 
 AGENT = "baseagent"
+OUTPUT_RESERVE = 32_000  # compaction.py OUTPUT_TOKEN_MAX: usable = window - this
 NOMINAL_DATE = date(1, 1, 1)
 
 _LINE = re.compile(r"^\[(\d\d):(\d\d):(\d\d)\] \[(\w+)\] ?(.*)$", re.S)
@@ -228,6 +229,7 @@ class BaseAgentLogParser(LineParser):
         self._context: int | None = None
         self._prune: _PruneHeld | None = None
         self._compaction: _CompactionHeld | None = None
+        self._usable: int | None = None  # the usable window the Context lines measure against
 
     # -- lines ----------------------------------------------------------------------------
 
@@ -285,6 +287,10 @@ class BaseAgentLogParser(LineParser):
             out.extend(self._flush_held())
             tokens = int(m.group(1))
             self._context = tokens
+            usable = int(m.group(3))
+            if usable != self._usable:
+                self._usable = usable
+                out.append(_window_info(usable, ts, span))
             out.append(
                 ContextMeasured(
                     tokens=tokens,
@@ -498,6 +504,20 @@ class BaseAgentLogParser(LineParser):
             span=_join(held.spans),
         )
         return [*call, event, *held.notes]
+
+
+def _window_info(usable: int, ts: str, span: SourceSpan) -> SessionInfo:
+    """BaseAgent's window, from the usable window its Context lines print: usable plus its
+    output reserve (``OUTPUT_TOKEN_MAX``, a constant of the program; the log gives the two
+    together only)."""
+    window = usable + OUTPUT_RESERVE
+    source = (
+        f"the log's usable {usable:,} (Context: ... of {usable}) + BaseAgent's output reserve "
+        f"{OUTPUT_RESERVE:,}"
+    )
+    return SessionInfo(
+        context_window=window, extra={"context_window_source": source}, timestamp=ts, span=span
+    )
 
 
 def _banner_info(message: str) -> SessionInfo | None:

@@ -217,7 +217,24 @@ def test_banner_lines_become_session_info() -> None:
         "total_cost_usd": 1.2034,
         "requests": 8,
         "elapsed_s": 75.2,
+        "context_window_source": (
+            "the log's usable 168,000 (Context: ... of 168000) + BaseAgent's output reserve 32,000"
+        ),
     }
+
+
+def test_the_window_comes_from_the_usable_window_the_context_lines_print() -> None:
+    # once: every line of the typical log measures against 168,000
+    (window,) = [e for e in of(SessionInfo, log("typical.log")) if e.context_window]
+    assert window.context_window == 200_000
+    # a build with other constants: the window follows what its log prints, and says how
+    data = (
+        b"[10:00:00] [loop] Iteration 1/200\n"
+        b"[10:00:00] [compaction] Context: 5000 tokens (5.0% of 100000)\n"
+    )
+    (other,) = [e for e in of(SessionInfo, read(BaseAgentLogParser, data)) if e.context_window]
+    assert other.context_window == 132_000
+    assert other.extra["context_window_source"].startswith("the log's usable 100,000")
 
 
 def test_other_lines_are_log_lines_with_tag_and_level() -> None:
@@ -234,7 +251,7 @@ def test_other_lines_are_log_lines_with_tag_and_level() -> None:
 
 
 def test_without_prompt_caching_the_request_goes_before_the_answer() -> None:
-    got = log("nocache.log")
+    got: list[Event] = [e for e in log("nocache.log") if not isinstance(e, SessionInfo)]
     kinds = [e.request_id if isinstance(e, RequestSent) else type(e).__name__ for e in got]
     assert kinds == [
         "LogLine",
@@ -286,12 +303,13 @@ def test_truncated_last_line() -> None:
     got = log("truncated.log")
     assert [type(e).__name__ for e in got] == [
         "LogLine",
+        "SessionInfo",  # the window, from the usable window the Context line prints
         "ContextMeasured",
         "LogLine",
         "ParseIssue",
         "RequestSent",
     ]
-    issue = got[3]
+    issue = got[4]
     assert isinstance(issue, ParseIssue) and issue.line == 4
     assert "Prune scan" in issue.reason
 

@@ -149,6 +149,9 @@ def test_short_figures(corpus: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert figures(stderr) == SHORT
     # 5,380 (3.2% of 168,000) to 6,846 (4.1%): BaseAgent's figures and percentages
     assert data["effective_limit"] == USABLE
+    # the window: the usable window the log prints and BaseAgent's output reserve, not assumed
+    assert data["context_window"] == 200_000
+    assert data["context_window_source"].startswith("the log's usable 168,000")
     assert (data["final_context_tokens"], data["final_context_source"]) == (6_846, "reported")
     assert printed(stderr)[0] == (5_380, 3.2) and printed(stderr)[-1] == (6_846, 4.1)
     assert f"{data['final_context_tokens'] / USABLE:.1%}" == "4.1%"
