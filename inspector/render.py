@@ -238,6 +238,8 @@ def render_stats(out: Console, s: dict[str, Any]) -> None:
         "zone crossings",
         ", ".join(f"{c['from']}->{c['to']} at {c['step']}" for c in crossings) or "none",
     )
+    if s.get("context_note"):
+        curve.add_row("note", s["context_note"])
     show(out, curve)
     show(out, Text(""))
 
@@ -271,13 +273,20 @@ def render_stats(out: Console, s: dict[str, Any]) -> None:
 
     events = SimpleTable("Context events", "step", "event", "detail", right=("step",))
     rows: list[tuple[int, str, str]] = []
-    for c in s["compactions"]:
-        status = (
-            "failed" if c.get("failed") else f"{_n(c['before_tokens'])} -> {_n(c['after_tokens'])}"
-        )
-        rows.append((c["step"], "compaction", f"{c['trigger']}: {status} tokens"))
+    # a step's prune comes before its compaction (the order agents act in)
     for p in s["prunes"]:
-        rows.append((p["step"], "prune", f"{_n(p['tokens_recovered'])} tokens recovered"))
+        detail = f"{_n(p['tokens_recovered'])} tokens recovered"
+        if p.get("tokens_before") is not None and p.get("tokens_after") is not None:
+            detail += f": {_n(p['tokens_before'])} -> {_n(p['tokens_after'])}"
+        if p.get("persistent") is False:
+            detail += " (this request only)"
+        rows.append((p["step"], "prune", detail))
+    for c in s["compactions"]:
+        if c.get("failed"):
+            status = "failed" + (f" ({c['error']})" if c.get("error") else "")
+        else:
+            status = f"{_n(c['before_tokens'])} -> {_n(c['after_tokens'])} tokens"
+        rows.append((c["step"], "compaction", f"{c['trigger']}: {status}"))
     for f in s["final_turns"]:
         rows.append(
             (
@@ -372,11 +381,12 @@ def render_replay(out: Console, s: dict[str, Any]) -> None:
     for d in undetermined:
         out.print(Text(f"step {d['step']}: recorded {d['kind']} not counted: {d['reason']}"))
     if s["disagreements"]:
-        table = _table("Where the replay differs", "step", "recorded", "replayed", right=("step",))
+        why = any(d.get("reason") for d in s["disagreements"])
+        columns = ("step", "recorded", "replayed", *(("why",) if why else ()))
+        table = _table("Where the replay differs", *columns, right=("step",))
         for d in s["disagreements"]:
-            table.add_row(
-                _n(d["step"]), ", ".join(d["recorded"]) or "-", ", ".join(d["replayed"]) or "-"
-            )
+            row = [_n(d["step"]), ", ".join(d["recorded"]) or "-", ", ".join(d["replayed"]) or "-"]
+            table.add_row(*row, *((Text(d.get("reason") or ""),) if why else ()))
         out.print(table)
 
 
@@ -462,11 +472,14 @@ def render_explain(out: Console, items: list[dict[str, Any]]) -> None:
         out.print(
             Text(f"step {e['step']}: {e['event'].replace('_', ' ')} ({e['reason']})", style="bold")
         )
+        formula = e.get("limit_formula") or (
+            f"window {_n(parts['window'])} - buffer {_n(parts['buffer'])} - max output "
+            f"{_n(parts['max_output'])}"
+        )
         out.print(
             Text(
-                f"projected {_n(e['projected_tokens'])} vs limit {_n(e['limit_tokens'])} = window "
-                f"{_n(parts['window'])} - buffer {_n(parts['buffer'])} - max output "
-                f"{_n(parts['max_output'])}"
+                f"projected {_n(e['projected_tokens'])} vs limit {_n(e['limit_tokens'])} = "
+                f"{formula}"
             )
         )
         if e["projected_tokens"] is not None and e["limit_tokens"] is not None:

@@ -143,6 +143,8 @@ class Explanation:
     # whether replay under the current settings has the event at or before its step (None: not
     # searched); when it has not, no change can be confirmed to avoid it and none is searched
     reproduced: bool | None = None
+    # how the agent's limit is made from its settings, when it is not window - buffer - output
+    limit_formula: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -152,6 +154,7 @@ class Explanation:
             "projected_tokens": self.projected_tokens,
             "limit_tokens": self.limit_tokens,
             "limit_parts": self.limit_parts,
+            "limit_formula": self.limit_formula,
             "first_crossed_step": self.first_crossed_step,
             "counters": self.counters,
             "contributors": self.contributors,
@@ -198,6 +201,7 @@ class Explainer:
         step = self.session.step_at(index)
         limit_known = True
         by_user = False  # the user's own decision: no limit crossed, no setting avoids it
+        formula = ""
         if isinstance(event, FinalTurnForced):
             kind, reason = "final_turn", event.reason
             projected, limit = event.projected_tokens, event.limit_tokens
@@ -212,18 +216,22 @@ class Explainer:
         elif isinstance(event, Compacted) and not event.failed and event.trigger == "manual":
             kind, reason = "compaction", "manual compaction: the user's decision (/compact)"
             projected, limit, limit_known, by_user = event.tokens_before, None, False, True
-        elif isinstance(event, Compacted) and not event.failed:
+        elif isinstance(event, Compacted):
             kind, reason = "compaction", f"{event.trigger} compaction"
+            if event.failed:  # the agent decided to compact; its summary failed
+                reason += f", failed ({event.error or 'no reason logged'})"
             # the figure the agent compared with its limit, when replay knows it; else the
             # context the compaction summarised
             projected = self._crossed(step) or event.tokens_before
             limit = self.profile.threshold()
+            formula = self.profile.threshold_formula()
         elif isinstance(event, Pruned) and event.applied:
             recovered = event.tokens_recovered
             kind = "prune"
             reason = f"{recovered:,} tokens recovered" if recovered is not None else "pruned"
             projected = event.tokens_before
             limit = self.profile.prune_threshold()
+            formula = self.profile.threshold_formula() if limit == self.profile.threshold() else ""
             if limit is None:
                 limit_known = False
                 reason += " (the agent prunes at fixed moments, whatever the size)"
@@ -258,6 +266,7 @@ class Explainer:
             first_crossed_step=first,
             counters=_counters(guard),
             contributors=self._contributors(step),
+            limit_formula=formula,
         )
         if by_user:
             return explanation

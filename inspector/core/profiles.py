@@ -131,6 +131,11 @@ class Profile(BaseModel):
         the context's size (it runs at fixed moments)."""
         return self.threshold()
 
+    def threshold_formula(self) -> str:
+        """How ``threshold()`` is made from the settings, in words, when it is not the window
+        less its buffer and output reserve (``limit_parts``); empty otherwise."""
+        return ""
+
     def zone(self, tokens: int) -> Zone:
         bounds = self._zone_bounds
         if bounds is None:  # computed once: the profile is frozen
@@ -234,6 +239,12 @@ class BaseAgentProfile(Profile):
     def threshold(self) -> int:
         # is_overflow: total > usable * 0.85, computed in floating point like the agent.
         return math.floor(self.usable() * self.compact_ratio)
+
+    def threshold_formula(self) -> str:
+        return (
+            f"{self.compact_ratio} x (window {self.context_window:,} - output reserve "
+            f"{self.output_reserve:,} = {self.usable():,}), acting above it"
+        )
 
     def derived(self) -> dict[str, object]:
         return {"usable": self.usable(), "tool_output_max_bytes": self.tool_output_max_bytes()}

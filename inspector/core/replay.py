@@ -103,6 +103,7 @@ class Decision:
     # ``MANUAL`` (the user's command, made again), ``REACTIVE`` (the provider refused a
     # request), else "" (the agent's own rule)
     trigger: str = ""
+    failed: bool = False  # the agent decided to act and its action failed (nothing changed)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -111,6 +112,7 @@ class Decision:
             "tokens_before": self.tokens_before,
             "tokens_after": self.tokens_after,
             "detail": self.detail,
+            "failed": self.failed,
         }
 
 
@@ -421,6 +423,9 @@ def _replay(
     usage = _UsageMeasure(basis) if has_messages and basis in _USAGE_BASES else None
     skip_products = False  # a recorded compaction the replay did not make: what it put in
     checked: int | None = None  # the figure of a compaction decided in this build-up
+    # the latest request was the agent's own summarisation call: its management decided for
+    # the request that follows it, which is not managed again
+    after_call = False
 
     # the summary the replay's latest compaction wrote: (its id, the step the compaction
     # fired at, its decision); the recording's own summary of a compaction at the same point
@@ -673,6 +678,8 @@ def _replay(
                 pre = max(0, recorded_tokens + offset + recorded_reduction)
                 overhead = pre
             last_overhead = overhead
+            manage_now = not after_call
+            after_call = event.compaction
             with context.with_overhead(overhead, has_messages) as items:
                 fired: list[PolicyResult] = []
                 reactive: set[int] = set()  # the results of a refusal
@@ -680,9 +687,10 @@ def _replay(
                     if answered is not None:
                         fired = hear(items, answered.tokens, heard_refusal)
                         reactive.update(id(r) for r in fired if heard_refusal is not None)
-                    work = _after(items, fired)
-                    managed = _manage(policy, work, profile, estimate, summarizer, preflight)
-                    fired += [r for r in managed if r.fired]
+                    if manage_now:
+                        work = _after(items, fired)
+                        managed = _manage(policy, work, profile, estimate, summarizer, preflight)
+                        fired += [r for r in managed if r.fired]
                 if judge is not None:
                     situations.setdefault(step, Situation(has_messages, pre, heard_refusal))
                 # what the fired results acted on, copied once one of them is recorded
@@ -724,6 +732,7 @@ def _replay(
                             d.detail,
                             d.persistent,
                             trigger=d.trigger,
+                            failed=d.failed,
                         )
                         for d in recorded_here
                         if d.kind in _REDUCING
@@ -750,18 +759,20 @@ def _replay(
                             persistent,
                             _figure(result),
                             trigger=REACTIVE if id(result) in reactive else "",
+                            failed=failed,
                         )
                     )
                     if before is None:
                         before = items[:]  # a plain list (a slice copies fast)
                     results.append(ActionRecord(step, before, result))
-                    if kind in _REDUCING and not failed:
+                    if kind in _REDUCING and persistent and not failed:
+                        # a reduction for one request only (a pruned copy sent, the agent's
+                        # list kept) leaves the context, and the step's figure, as they were
                         saved = max(0, result.tokens_saved)
                         replayed_reduction += saved
-                        if persistent:
-                            replayed_persistent += saved
-                            context.replace(result.items)
-                            summary_written(result, step_decisions[-1], step)
+                        replayed_persistent += saved
+                        context.replace(result.items)
+                        summary_written(result, step_decisions[-1], step)
             tokens = max(0, pre - replayed_reduction)
             if usage is not None:
                 # the request's size: the replayed messages plus what the recorded request
@@ -857,6 +868,7 @@ def _replay(
     determinable = [d for d in recorded if id(d) not in unknown]
     agreement, disagreements = compare(determinable, decisions)
     _other_setting(disagreements, decisions, profile)
+    _not_shown(disagreements, session)
     return ReplayResult(
         profile,
         steps,
@@ -1153,6 +1165,7 @@ def _answer_to_compaction_call(
         recorded.detail,
         figure=None if by_user or acted is None else _figure(acted),
         trigger=MANUAL if by_user else REACTIVE if id(acted) in reactive else "",
+        failed=recorded.failed,
     )
 
 
@@ -1222,6 +1235,7 @@ def recorded_decisions(session: Session) -> list[Decision]:
                         None if event.failed else event.tokens_after,
                         detail,
                         trigger=event.trigger,
+                        failed=event.failed,
                     )
                 )
         elif isinstance(event, Pruned):
@@ -1293,6 +1307,18 @@ def _after_the_last_request(
         for d in recorded
         if d.kind == "final_turn" and d.step > last and d.step not in made
     ]
+
+
+def _not_shown(disagreements: list[dict[str, Any]], session: Session) -> None:
+    """Say why at each decision only replay made, when the input says it cannot show the
+    agent's context management (a stream of messages only): the agent's own decisions are not
+    in it, so whether the agent acted there cannot be known from it."""
+    note = session.info.get("context_note")
+    if not isinstance(note, str) or not note:
+        return
+    for entry in disagreements:
+        if not entry["recorded"]:
+            entry["reason"] = f"this input cannot show whether the agent acted here: {note}"
 
 
 def compare(

@@ -1245,7 +1245,9 @@ class Session:
                     self._prune(mid)
                 if event.tokens_before is not None:
                     self._measure(event.tokens_before, "prune", peak_only=True)
-                if event.tokens_after is not None:
+                # a prune for one request only (a pruned copy is sent, the agent's list is
+                # kept) leaves the context as it was: its "after" is the event's, not the step's
+                if event.tokens_after is not None and event.persistent:
                     self._measure(event.tokens_after, "prune")
                 run.prunes += 1
         elif isinstance(event, ToolOutputChanged):

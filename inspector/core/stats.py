@@ -282,6 +282,7 @@ def _compactions(session: Session, steps: list[StepState]) -> list[dict[str, Any
                 "messages_before": event.messages_before,
                 "messages_after": event.messages_after,
                 "failed": event.failed,
+                **({"error": event.error} if event.failed and event.error else {}),
             }
         )
     return out
@@ -310,6 +311,11 @@ def _prunes(session: Session) -> list[dict[str, Any]]:
                     "step": session.step_at(index),
                     "tokens_recovered": recovered,
                     "outputs_pruned": event.outputs_pruned,
+                    "tokens_before": event.tokens_before,
+                    "tokens_after": event.tokens_after,
+                    # False: a pruned copy served one request, the context kept everything
+                    "persistent": event.persistent,
+                    "reason": event.reason,
                 }
             )
     return out
@@ -409,6 +415,7 @@ def summarize_replay(session: Session, result: ReplayResult, facts: RunFacts) ->
                 "before_tokens": d.tokens_before,
                 "after_tokens": d.tokens_after,
                 "detail": d.detail,
+                "failed": d.failed,
             }
             for d in result.decisions
             if d.kind == "compaction"
@@ -418,6 +425,9 @@ def summarize_replay(session: Session, result: ReplayResult, facts: RunFacts) ->
                 "step": d.step,
                 "tokens_recovered": _saved(d.tokens_before, d.tokens_after),
                 "detail": d.detail,
+                "tokens_before": d.tokens_before,
+                "tokens_after": d.tokens_after,
+                "persistent": d.persistent,
             }
             for d in result.decisions
             if d.kind == "prune"

@@ -49,6 +49,7 @@ _CONTEXT_EXCEEDED = "out of room in the model's context window"
 
 class CodexExecParser(BaseAgentEventsParser):
     format_name = "codex-exec"
+    response_spans_results = False  # a reasoning item opens each response
 
     def __init__(self, source: int = 0, path: str = "") -> None:
         super().__init__(source, path)

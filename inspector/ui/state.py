@@ -248,13 +248,17 @@ class SessionState:
         state = self.state_at(step)
         tokens = state.tokens if state is not None else 0
         profile = self.profile
+        origin = state.describe() if state is not None else "estimated"
+        if self.session.info.get("context_note"):
+            # a stream of messages only (its reader says what it cannot show)
+            origin += " · the messages this input shows: it shows no context management"
         return {
             "tokens": tokens,
             "window": profile.context_window,
             "warning": profile.warning_threshold(),
             "threshold": profile.threshold(),
             "zone": profile.zone(tokens),
-            "origin": state.describe() if state is not None else "estimated",
+            "origin": origin,
             "effective_limit": profile.limit_parts().effective,
         }
 

@@ -72,12 +72,14 @@ async def test_nothing_at_or_before_the_cursor_names_the_next_event() -> None:
         assert "next one is at step 2" in title
         assert not screen.query_one("#explain-details").display
 
-        state.move(None)  # the last step: step 5's prune, then its compaction, are nearest
+        # the last step: the last iteration's prune, then its compaction (at the summarisation
+        # call, step 7), are nearest
+        state.move(None)
         app.changed()
         await pilot.pause()
-        assert [(e.step, e.event) for e in screen.entries] == [(5, "prune"), (5, "compaction")]
+        assert [(e.step, e.event) for e in screen.entries] == [(7, "prune"), (7, "compaction")]
         title = str(screen.query_one("#explain-title", Static).render())
-        assert "step 5: prune" in title and "1 of 2 at this step" in title
+        assert "step 7: prune" in title and "1 of 2 at this step" in title
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, ExplainScreen)

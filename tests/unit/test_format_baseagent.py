@@ -81,15 +81,28 @@ def line_offsets(data: bytes) -> list[int]:
 def test_every_iteration_is_one_request_after_its_context_management() -> None:
     got = log("typical.log")
     requests = of(RequestSent, got)
-    assert [r.request_id for r in requests] == [f"iteration-{i}" for i in range(1, 6)]
+    # each iteration's request, and before it each summarisation call its management made
+    assert [r.request_id for r in requests] == [
+        "iteration-1",
+        "compaction-2",
+        "iteration-2",
+        "iteration-3",
+        "compaction-4",
+        "iteration-4",
+        "compaction-5",
+        "iteration-5",
+    ]
+    assert [r.compaction for r in requests] == [False, True, False, False, True, False, True, False]
     assert not of(ParseIssue, got)
-    # each request comes right after its iteration's "Prompt caching" line ...
+    # each iteration's request comes right after its iteration's "Prompt caching" line ...
     for request in requests:
+        if request.compaction:
+            continue
         before = got[got.index(request) - 1]
         assert isinstance(before, LogLine) and before.text.startswith("Prompt caching:")
     # ... and after everything the context management of that iteration logged
-    second = got.index(requests[1])
-    build_up = got[got.index(requests[0]) + 1 : second]
+    call = got.index(requests[1])
+    build_up = got[got.index(requests[0]) + 1 : call]
     kinds = [type(e).__name__ for e in build_up]
     assert kinds == [
         "LogLine",  # Executing tool: shell_command (the answer to request 1)
@@ -97,11 +110,18 @@ def test_every_iteration_is_one_request_after_its_context_management() -> None:
         "ContextMeasured",
         "LogLine",  # Context overflow detected
         "Pruned",
-        "LogLine",  # a LiteLLM notice between the compaction's lines
-        "Compacted",
-        "LogLine",  # Prompt caching
     ]
-    answer = got[second + 1]
+    # the summarisation call is answered by its compaction; a LiteLLM notice printed while it
+    # ran comes after the compaction, then the iteration's own request
+    after_call = got[call + 1 : got.index(requests[2]) + 1]
+    assert [type(e).__name__ for e in after_call] == [
+        "Compacted",
+        "LogLine",  # the LiteLLM notice between the compaction's lines
+        "LogLine",  # Prompt caching
+        "RequestSent",
+    ]
+    assert isinstance(after_call[1], LogLine) and after_call[1].level == "foreign"
+    answer = got[got.index(requests[2]) + 1]
     assert isinstance(answer, LogLine) and answer.text.startswith("Executing")
 
 
@@ -195,9 +215,26 @@ def test_banner_lines_become_session_info() -> None:
         "provider": "openrouter",
         "client_total_tokens": 534440,
         "total_cost_usd": 1.2034,
-        "requests": 7,
+        "requests": 8,
         "elapsed_s": 75.2,
+        "context_window_source": (
+            "the log's usable 168,000 (Context: ... of 168000) + BaseAgent's output reserve 32,000"
+        ),
     }
+
+
+def test_the_window_comes_from_the_usable_window_the_context_lines_print() -> None:
+    # once: every line of the typical log measures against 168,000
+    (window,) = [e for e in of(SessionInfo, log("typical.log")) if e.context_window]
+    assert window.context_window == 200_000
+    # a build with other constants: the window follows what its log prints, and says how
+    data = (
+        b"[10:00:00] [loop] Iteration 1/200\n"
+        b"[10:00:00] [compaction] Context: 5000 tokens (5.0% of 100000)\n"
+    )
+    (other,) = [e for e in of(SessionInfo, read(BaseAgentLogParser, data)) if e.context_window]
+    assert other.context_window == 132_000
+    assert other.extra["context_window_source"].startswith("the log's usable 100,000")
 
 
 def test_other_lines_are_log_lines_with_tag_and_level() -> None:
@@ -214,7 +251,7 @@ def test_other_lines_are_log_lines_with_tag_and_level() -> None:
 
 
 def test_without_prompt_caching_the_request_goes_before_the_answer() -> None:
-    got = log("nocache.log")
+    got: list[Event] = [e for e in log("nocache.log") if not isinstance(e, SessionInfo)]
     kinds = [e.request_id if isinstance(e, RequestSent) else type(e).__name__ for e in got]
     assert kinds == [
         "LogLine",
@@ -241,10 +278,16 @@ def test_session_of_the_typical_log() -> None:
     loaded = load_session(path, build_profile(spec.default_profile), format_spec=spec)
     assert loaded.format.name == "baseagent-log"
     session = loaded.session
-    assert len(session.steps) == 5
-    # the third request went out after a prune: its figure is the pruned copy's size
-    assert session.steps[2].tokens == 115035
-    assert session.steps[2].peak == 171000
+    # five iterations and three summarisation calls (one of which got an empty answer)
+    assert len(session.steps) == 8
+    # the third iteration's request went out with a pruned copy, for that request only: the
+    # context stays at the figure BaseAgent printed, the prune says what was sent
+    assert session.steps[3].tokens == 171000
+    assert session.steps[3].peak == 171000
+    # each summarisation call shows the context it summarised; its compaction's "after" is the
+    # next request's figure (a failed one leaves the context as it was)
+    assert [(s.tokens, s.compactions) for s in session.steps[1:3]] == [(148213, 1), (9120, 0)]
+    assert [(s.tokens, s.compactions) for s in session.steps[4:6]] == [(150000, 1), (150000, 0)]
     assert session.info["model"] == "anthropic/claude-sonnet-4.5"
 
 
@@ -260,12 +303,13 @@ def test_truncated_last_line() -> None:
     got = log("truncated.log")
     assert [type(e).__name__ for e in got] == [
         "LogLine",
+        "SessionInfo",  # the window, from the usable window the Context line prints
         "ContextMeasured",
         "LogLine",
         "ParseIssue",
         "RequestSent",
     ]
-    issue = got[3]
+    issue = got[4]
     assert isinstance(issue, ParseIssue) and issue.line == 4
     assert "Prune scan" in issue.reason
 
@@ -329,14 +373,18 @@ def test_events_messages_and_requests() -> None:
         "assistant:item_1",
         "assistant:item_2",  # the same response as its text
         "tool:item_2:result",
-        "RequestSent",
-        "assistant:item_3",  # a tool call after a tool result: a new response
+        # a tool call after a tool result: another call of the same response, or a response
+        # without text; the stream cannot tell, and takes the first (the fewer requests)
+        "assistant:item_3",
         "tool:item_3:result",
         "RequestSent",
         "assistant:item_4",
         "RequestSent",
         "assistant:item_5",
     ]
+    # and it says that it shows neither BaseAgent's context management nor its figures
+    (started,) = [e for e in of(SessionInfo, got) if e.session_id]
+    assert started.extra["context_note"] == baseagent.CONTEXT_NOTE
 
 
 def test_tool_calls_and_results() -> None:
@@ -560,12 +608,14 @@ def test_real_stdout(corpus: Path) -> None:
     assert [m.message.text for m in added if m.message.kind is MessageKind.TOOL_RESULT] == [
         r["aggregated_output"] for r in results
     ]
-    # the stderr of the same run printed 8 iterations: one request per model response
-    assert len(of(RequestSent, got)) == 8
+    # the stderr of the same run printed 8 iterations; this stream alone cannot tell a response
+    # without text from another call of the response before it: it counts at least 6
+    assert len(of(RequestSent, got)) == 6
     thread = next(r for r in records if r["type"] == "thread.started")
     usage = next(r for r in records if r["type"] == "turn.completed")["usage"]
     info = of(SessionInfo, got)
     assert info[0].session_id == thread["thread_id"]
+    assert info[0].extra == {"context_note": baseagent.CONTEXT_NOTE}
     assert info[-1].extra == {"turn_usage": usage}
 
 

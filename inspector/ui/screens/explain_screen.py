@@ -225,7 +225,8 @@ class ExplainScreen(SessionScreen):
             )
         projected, limit = entry.projected_tokens, entry.limit_tokens
         if limit is not None and limit != window - buffer - output:
-            text.append(f"the {EVENT_NAMES.get(entry.event, entry.event)} acts at {limit:,}\n")
+            how = f" = {entry.limit_formula}" if entry.limit_formula else ""
+            text.append(f"the {EVENT_NAMES.get(entry.event, entry.event)} acts at {limit:,}{how}\n")
         if projected is not None and limit is not None:
             delta = projected - limit
             text.append(f"projected {projected:,} vs limit {limit:,}: ")
