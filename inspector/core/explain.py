@@ -1,5 +1,6 @@
-"""Explain: why a forced final turn, a dropped tool output, a compaction or a context-limit error
-happened, and the smallest change of one setting that would have avoided it.
+"""Explain: why a forced final turn, a dropped tool output, a compaction (an attempt that failed
+too), a prune, a refused request or a context-limit error happened, and the smallest change of
+one setting that would have avoided it.
 
 For each such event: the counters and the limit's composition at that moment, the first step at
 which the context crossed the limit, the largest messages in context, and per relevant setting
@@ -83,6 +84,7 @@ KNOBS: dict[str, list[Knob]] = {
         Knob("reserve_tokens", -1, _const(0)),
         Knob("max_tokens", +1, _times(64, "max_tokens")),
         Knob("context_window", +1, _const(2_000_000)),
+        Knob("tool_output_max_bytes", -1, _const(1024)),
     ],
     "fifth": [
         Knob("capacity_trigger", +1, _const(100)),
@@ -212,8 +214,11 @@ class Explainer:
         elif isinstance(event, Compacted) and not event.failed and event.trigger == "manual":
             kind, reason = "compaction", "manual compaction: the user's decision (/compact)"
             projected, limit, limit_known, by_user = event.tokens_before, None, False, True
-        elif isinstance(event, Compacted) and not event.failed:
+        elif isinstance(event, Compacted):
+            # a failed attempt too: the agent decided to compact at that figure
             kind, reason = "compaction", f"{event.trigger} compaction"
+            if event.failed:
+                reason += f" (failed: {event.error or 'no reason given'})"
             # the figure the agent compared with its limit, when replay knows it; else the
             # context the compaction summarised
             projected = self._crossed(step) or event.tokens_before
