@@ -3,6 +3,7 @@ a 100-combination sweep over a 5,000-message session on all cores against one co
 
     .venv/bin/python bench/bench_engine.py            # both
     .venv/bin/python bench/bench_engine.py --only replay
+    .venv/bin/python bench/bench_engine.py --only replay --profiles goagent codex
     .venv/bin/python bench/bench_engine.py --only sweep
 
 Targets: every replay <= 1 s; sweep on 2 cores >= 1.7x faster than on 1. Sessions are generated
@@ -164,10 +165,12 @@ def _profile_named(name: str, spec: object) -> Profile:
     return build_profile(name)
 
 
-def bench_replay(messages: int) -> list[tuple[str, float, int, int]]:
+def bench_replay(
+    messages: int, profiles: list[str] | None = None
+) -> list[tuple[str, float, int, int]]:
     path = generate(DATA / f"engine-{messages}.jsonl", messages)
     rows = []
-    for name in PROFILE_NAMES:
+    for name in profiles or PROFILE_NAMES:
         opened = open_inputs([path], partial(_profile_named, name), count_exact=False)
         loaded = opened[0]
         profile = loaded.profile
@@ -235,10 +238,11 @@ def main() -> int:
     parser.add_argument("--messages", type=int, default=10_000)
     parser.add_argument("--sweep-messages", type=int, default=5_000)
     parser.add_argument("--combinations", type=int, default=100)
+    parser.add_argument("--profiles", nargs="+", choices=PROFILE_NAMES, help="replay these only")
     args = parser.parse_args()
     ok = True
     if args.only in (None, "replay"):
-        rows = bench_replay(args.messages)
+        rows = bench_replay(args.messages, args.profiles)
         worst = max(rows, key=lambda r: r[1])
         print(f"slowest replay: {worst[0]} {worst[1]:.3f} s (target <= 1 s)")
         ok &= worst[1] <= 1.0

@@ -1,5 +1,6 @@
-"""Explain: why a forced final turn, a dropped tool output, a compaction or a context-limit error
-happened, and the smallest change of one setting that would have avoided it.
+"""Explain: why a forced final turn, a dropped tool output, a compaction (an attempt that failed
+too), a prune, a refused request or a context-limit error happened, and the smallest change of
+one setting that would have avoided it.
 
 For each such event: the counters and the limit's composition at that moment, the first step at
 which the context crossed the limit, the largest messages in context, and per relevant setting
@@ -83,6 +84,7 @@ KNOBS: dict[str, list[Knob]] = {
         Knob("reserve_tokens", -1, _const(0)),
         Knob("max_tokens", +1, _times(64, "max_tokens")),
         Knob("context_window", +1, _const(2_000_000)),
+        Knob("tool_output_max_bytes", -1, _const(1024)),
     ],
     "fifth": [
         Knob("capacity_trigger", +1, _const(100)),

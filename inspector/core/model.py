@@ -266,9 +266,13 @@ class Pruned(_Event):
     reason: str = ""
 
 
+TRIGGER_NOT_RECORDED = "not recorded"  # a compaction whose input does not say what caused it
+
+
 class Compacted(_Event):
     """Compaction: every message in context is removed except ``retained_ids`` (and system
-    messages when ``keep_system``); the summary arrives as a later ``MessageAdded``."""
+    messages when ``keep_system``); the summary arrives as a later ``MessageAdded``. The
+    ``trigger`` is ``TRIGGER_NOT_RECORDED`` when the input does not say what caused it."""
 
     type: Literal["compaction"] = "compaction"
     trigger: str = "auto"

@@ -472,6 +472,8 @@ class GoAgentProfile(Profile):
     agent: Literal["goagent"] = "goagent"
     description: str = "tiancaiamao/ai (Go): compact when tokens >= window − 16384 (else 8000)"
     context_window: Tokens = 0  # 0 = unknown
+    # models.json's contextWindow: in none of the agent's files
+    unrecorded_settings: ClassVar[tuple[str, ...]] = ("context_window",)
     estimator: str = "goagent"
     reserve_tokens: Tokens = GOAGENT_DEFAULT_RESERVE  # ReserveTokens (<= 0 means the default)
     max_tokens: Tokens = 8_000  # MaxTokens, the limit when the window is unknown
@@ -481,6 +483,9 @@ class GoAgentProfile(Profile):
     tool_call_cutoff: Tokens = 10  # ToolCallCutoff
     tool_summary_strategy: Literal["llm", "heuristic", "off"] = "llm"
     auto_compact: bool = True
+    # session: what the json and RPC modes run (the session file is compacted, cut at a user
+    # message after the previous compaction); in_memory: the library's Compactor.Compact
+    compactor: Literal["session", "in_memory"] = "session"
     max_compaction_recoveries: Tokens = 1  # loop.go, on a context-length error
     tool_output_max_lines: Tokens = 2_000  # ToolOutputLimits.MaxLines
     tool_output_max_bytes: Tokens = 50 * 1024  # MaxBytes

@@ -39,6 +39,7 @@ from operator import attrgetter
 from typing import Any, Protocol
 
 from inspector.core.model import (
+    TRIGGER_NOT_RECORDED,
     Compacted,
     ContextReset,
     Event,
@@ -56,6 +57,7 @@ from inspector.core.model import (
     Role,
     ToolOutputAction,
     ToolOutputChanged,
+    Usage,
 )
 from inspector.core.policies import policy_for
 from inspector.core.policies.base import (
@@ -75,7 +77,10 @@ OVERHEAD_ID = "__overhead__"
 MANUAL = "manual"  # a compaction the user asked for
 REACTIVE = "reactive"  # a compaction after the provider refused a request
 REPLAY_TRIGGERS = (MANUAL, REACTIVE)  # the triggers a replayed compaction is labelled with
-FAILED_HERE = "its summary failed in the recording: the context stays as it was"
+FAILED_HERE = (
+    "it failed in the recording (its summary failed, or its compactor found nothing to cut): "
+    "the context stays as it was"
+)
 _ITEM_ID = attrgetter("message.id")
 
 _KIND_OF_ACTION = {
@@ -104,9 +109,11 @@ class Decision:
     # request), else "" (the agent's own rule)
     trigger: str = ""
     failed: bool = False  # the agent decided to act and its action failed (nothing changed)
+    # why a recording cannot show whether the agent did this (a replayed decision not compared)
+    undetermined: str = ""
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "step": self.step,
             "kind": self.kind,
             "tokens_before": self.tokens_before,
@@ -114,6 +121,9 @@ class Decision:
             "detail": self.detail,
             "failed": self.failed,
         }
+        if self.failed:
+            data["failed"] = True
+        return data
 
 
 @dataclass
@@ -155,6 +165,15 @@ class ReplayResult:
     items: list[ContextItem]  # the replayed context at the end
     # recorded decisions the recording cannot determine, with why: not counted either way
     undetermined: list[tuple[Decision, str]] = field(default_factory=list)
+
+    @property
+    def left_out(self) -> list[dict[str, Any]]:
+        """The replayed decisions a recording cannot show, with why (not compared)."""
+        return [
+            {**d.as_dict(), "reason": d.undetermined, "recorded": False}
+            for d in self.decisions
+            if d.undetermined
+        ]
 
     @property
     def tokens_saved(self) -> int:
@@ -232,6 +251,7 @@ class _Context:
         self._uncounted: list[ContextItem] = []  # appended since the last ``exact``
         self._recount = False  # the items were replaced since the last ``exact``
         self._overhead = False  # the overhead item was put in for the request being replayed
+        self.generation = 0  # how many times the items were replaced
 
     @property
     def total(self) -> int:
@@ -242,8 +262,10 @@ class _Context:
         if self._count_exact is not None:
             self._uncounted.append(item)
 
-    def replace(self, items: Sequence[ContextItem]) -> None:
-        """The context becomes ``items`` (a policy's result), without the overhead item."""
+    def replace(self, items: Sequence[ContextItem], *, same_list: bool = False) -> None:
+        """The context becomes ``items`` (a policy's result), without the overhead item.
+        ``same_list``: a change to the running loop's list alone (undone when the prompt ends),
+        which leaves a compaction waiting for the next prompt in force."""
         if isinstance(items, ContextList) and items.has_head:
             # a policy's in-place edit of the context it was given: the head is the overhead
             # item, the only one there is (the context holds none otherwise), and the marks
@@ -261,6 +283,8 @@ class _Context:
         self.items = context
         self._uncounted.clear()
         self._recount = True
+        if not same_list:
+            self.generation += 1
 
     def exact(self) -> int | None:
         """The exact count of the messages in context, None without an exact counter."""
@@ -400,6 +424,12 @@ def _replay(
     loop_ran = False  # a request was sent since the agent's loop last ended
     failed_at = 0  # the step in whose build-up the recording's compaction failed
     last_overhead = 0
+    own = _OwnList()  # a compaction waiting for the next prompt, the loop's own changes
+    response: int | None = None  # the replayed figure the next response answers
+    # a policy whose compactor's outcome the recording knows better (it depends on what the
+    # replay cannot see): where the agent compacted too, the recording's result is taken
+    adopts = bool(getattr(policy, "adopts_recorded_compaction", False)) and has_messages
+    unrecorded = session.info.get("unrecorded")
 
     def count_exact(item: ContextItem) -> int:
         assert exact is not None
@@ -620,15 +650,22 @@ def _replay(
             message = session.body(rec.position)
             if message.role is Role.USER and message.kind is MessageKind.MESSAGE:
                 end_loop()  # the user's next message: the agent's loop had ended
+                own.prompt_starts(context)
             if dropped_sizes and message.id in dropped_sizes:  # the body's id is the record's
                 message = _undropped(message, dropped_sizes.pop(message.id))
                 tokens = estimate(message)
             else:
                 tokens = rec.estimate if reuse_estimates else estimate(message)
             item = ContextItem(message, tokens, rec.position)
+            if message.role is Role.ASSISTANT and response is not None:
+                # a response carries the figure of the request it answered, as replayed
+                item = ContextItem(message, tokens, rec.position, response)
+                response = None
             if message.kind is MessageKind.TOOL_RESULT:
                 original = item
                 admitted = policy.admit(item, context.items, profile, estimate)
+                if admitted is not None and not admitted.fired and admitted.details.get("restored"):
+                    item = _admitted_item(admitted, item)  # cut in the recording, not here
                 if admitted is not None and admitted.fired:
                     item = _admitted_item(admitted, item)
                     kind = _KIND_OF_ACTION.get(admitted.action, admitted.action.value)
@@ -688,8 +725,15 @@ def _replay(
                         fired = hear(items, answered.tokens, heard_refusal)
                         reactive.update(id(r) for r in fired if heard_refusal is not None)
                     if manage_now:
+                        guard = preflight
+
+                        def decide(
+                            its: Sequence[ContextItem], guard: GuardEvaluated | None = guard
+                        ) -> list[PolicyResult]:
+                            return _manage(policy, its, profile, estimate, summarizer, guard)
+
                         work = _after(items, fired)
-                        managed = _manage(policy, work, profile, estimate, summarizer, preflight)
+                        managed = own.manage(decide, context, work, overhead, has_messages)
                         fired += [r for r in managed if r.fired]
                 if judge is not None:
                     situations.setdefault(step, Situation(has_messages, pre, heard_refusal))
@@ -697,6 +741,8 @@ def _replay(
                 before: list[ContextItem] | None = None
                 replayed_reduction = 0
                 replayed_persistent = 0
+                took_recorded = False  # the recording's compaction, for a policy that takes it
+                waiting: tuple[PolicyResult, Decision] | None = None
                 step_decisions: list[Decision] = list(pending)
                 pending.clear()
                 # a final turn the agent forced for another reason than its context (its turn
@@ -748,32 +794,65 @@ def _replay(
                     if adopt and kind in _REDUCING:
                         continue
                     persistent = bool(result.details.get("persistent", True))
-                    failed = kind == "compaction" and failed_at == step
-                    step_decisions.append(
-                        Decision(
-                            step,
-                            kind,
-                            result.details.get("decided_on", result.tokens_before),
-                            None if failed else result.tokens_after,
-                            f"{result.reason} ({FAILED_HERE})" if failed else result.reason,
-                            persistent,
-                            _figure(result),
-                            trigger=REACTIVE if id(result) in reactive else "",
-                            failed=failed,
-                        )
+                    failed_here = kind == "compaction" and failed_at == step
+                    # the policy decided and its compactor failed (nothing to cut)
+                    failed = failed_here or bool(result.details.get("failed"))
+                    adopt_here = (
+                        adopts
+                        and kind == "compaction"
+                        and any(d.kind == kind and not d.failed for d in recorded_here)
                     )
+                    detail = result.reason
+                    if adopt_here:
+                        failed = False
+                        detail += "; the recording compacted here: its result is taken from here on"
+                    elif failed_here:
+                        detail = f"{result.reason} ({FAILED_HERE})"
+                    decision = Decision(
+                        step,
+                        kind,
+                        result.details.get("decided_on", result.tokens_before),
+                        None if failed else result.tokens_after,
+                        detail,
+                        persistent,
+                        _figure(result),
+                        failed=failed,
+                        undetermined=_unrecorded(kind, result, recorded_here, unrecorded),
+                        trigger=REACTIVE if id(result) in reactive else "",
+                    )
+                    step_decisions.append(decision)
                     if before is None:
                         before = items[:]  # a plain list (a slice copies fast)
                     results.append(ActionRecord(step, before, result))
-                    if kind in _REDUCING and persistent and not failed:
+                    if kind not in _REDUCING or failed or id(result) in own.view_only:
+                        continue
+                    if not persistent:
                         # a reduction for one request only (a pruned copy sent, the agent's
                         # list kept) leaves the context, and the step's figure, as they were
+                        continue
+                    if adopt_here:
+                        took_recorded = True
+                        own.awaiting.append(decision)
+                    elif result.details.get("takes_effect") == "next_prompt":
+                        waiting = (result, decision)
+                    else:
                         saved = max(0, result.tokens_saved)
                         replayed_reduction += saved
                         replayed_persistent += saved
-                        context.replace(result.items)
-                        summary_written(result, step_decisions[-1], step)
-            tokens = max(0, pre - replayed_reduction)
+                        loop_only = bool(result.details.get("loop_only"))
+                        if loop_only:
+                            own.note_loop_only(result, items)
+                        context.replace(result.items, same_list=loop_only)
+                        summary_written(result, decision, step)
+            if waiting is not None and not took_recorded:
+                own.defer(waiting[0], waiting[1], context)
+            if adopts and not took_recorded and _follows_unknown(recorded_here, step_decisions):
+                took_recorded = True
+            if took_recorded:
+                _adopt_recorded(session, context, step, estimate, reuse_estimates)
+            # the recording's own context from here on, with what it does not show
+            unreduced = max(0, pre - replayed_reduction)
+            tokens = context.total + overhead if took_recorded else unreduced
             if usage is not None:
                 # the request's size: the replayed messages plus what the recorded request
                 # held beyond the agent's estimate of its own (system prompt, tool schemas)
@@ -789,6 +868,11 @@ def _replay(
                 # then acted on: its step's highest figure is the one it decided on
                 decided = [r.details["decided_on"] for r in fired if "decided_on" in r.details]
                 peak = max([tokens, *decided]) if decided else pre
+            if own.awaiting:
+                made_at = [
+                    steps[d.step - 1].decisions for d in own.awaiting if d.step <= len(steps)
+                ]
+                own.fill_after(tokens, [step_decisions, decisions, *made_at])
             offset += recorded_persistent - replayed_persistent
             decisions.extend(step_decisions)
             steps.append(
@@ -812,6 +896,8 @@ def _replay(
                 )
             )
             unheard = steps[-1]
+            if state is not None and state.usage is not None:
+                response = tokens + _output_of(state.usage)
         elif isinstance(event, Compacted):
             if event.thread != MAIN_THREAD:
                 pass
@@ -856,6 +942,42 @@ def _replay(
             else:
                 offset += _figures_only_output(event, step, offset, profile, pending)
     end_loop()  # the recording ends: the agent's last loop is over
+    if has_messages:
+        # what the agent decided after its last request: its recovery when the provider
+        # refused it, and its turn's end for a policy that decides at every one
+        answered, refused = settle()
+        every_turn = getattr(policy, "decides_after_each_turn", False)
+        with context.with_overhead(last_overhead, has_messages) as items:
+            last: list[PolicyResult] = []
+            if answered is not None and refused is not None:
+                last += hear(items, answered.tokens, refused)
+            if every_turn:
+                last += own.manage(
+                    lambda its: policy.manage(its, profile, estimate, summarizer),
+                    context,
+                    items,
+                    last_overhead,
+                    has_messages,
+                )
+            for result in (r for r in last if r.fired):
+                kind = _KIND_OF_ACTION.get(result.action, result.action.value)
+                failed_here = kind == "compaction" and failed_at == step + 1
+                failed = failed_here or bool(result.details.get("failed"))
+                pending.append(
+                    Decision(
+                        step + 1,
+                        kind,
+                        result.details.get("decided_on", result.tokens_before),
+                        None if failed else result.tokens_after,
+                        f"{result.reason} ({FAILED_HERE})" if failed_here else result.reason,
+                        figure=_figure(result),
+                        failed=failed,
+                        undetermined=_unrecorded(
+                            kind, result, recorded_by_step.get(step + 1, []), unrecorded
+                        ),
+                    )
+                )
+                results.append(ActionRecord(step + 1, list(items), result))
     decisions.extend(pending)
     undetermined: list[tuple[Decision, str]] = []
     if judge is not None:
@@ -866,7 +988,11 @@ def _replay(
     undetermined += _after_the_last_request(recorded, decisions, step)
     unknown = {id(d) for d, _ in undetermined}
     determinable = [d for d in recorded if id(d) not in unknown]
-    agreement, disagreements = compare(determinable, decisions)
+    # a replayed decision at the step and of the kind of an undetermined one is not judged
+    # either
+    unjudged = {(d.step, d.kind) for d, _ in undetermined}
+    judged = [d for d in decisions if (d.step, d.kind) not in unjudged]
+    agreement, disagreements = compare(determinable, judged)
     _other_setting(disagreements, decisions, profile)
     _not_shown(disagreements, session)
     return ReplayResult(
@@ -880,6 +1006,165 @@ def _replay(
         list(context.items),
         undetermined,
     )
+
+
+@dataclass
+class _Deferred:
+    """A compaction decided during a prompt, for the agent's own list: the running loop goes
+    on with its list until the prompt ends."""
+
+    items: list[ContextItem]
+    count: int  # the context's length when it was decided
+    generation: int  # the context's generation then (replaced since: superseded)
+    decision: Decision  # its figure after comes when it applies
+
+
+class _OwnList:
+    """What an agent does to its own list and what its running loop does to the loop's alone:
+    a compaction waiting for the next prompt (``takes_effect``), the agent's list meanwhile
+    (it decides on that one), and the loop's own changes (``loop_only``, undone when the
+    prompt ends)."""
+
+    def __init__(self) -> None:
+        self.deferred: _Deferred | None = None
+        self.view: ContextList | None = None  # the agent's own list while one waits
+        self.view_from = 0  # the loop's items it has taken
+        self.view_of: _Deferred | None = None
+        self.view_only: set[int] = set()  # results done to that list, not to the loop's
+        self.undo: dict[str, ContextItem | None] = {}  # the loop's own changes, to undo
+        self.awaiting: list[Decision] = []  # compactions whose figure after is the next request's
+
+    def manage(
+        self,
+        manage: Callable[[Sequence[ContextItem]], list[PolicyResult]],
+        context: _Context,
+        items: Sequence[ContextItem],
+        overhead: int,
+        has_messages: bool,
+    ) -> list[PolicyResult]:
+        """What ``manage`` gives on the loop's list; while a compaction waits, on the agent's
+        own list (kept from request to request), and what it does to it stays there."""
+        deferred = self.deferred
+        if deferred is None or deferred.generation != context.generation:
+            self.view = None
+            return manage(items)
+        if self.view is None or self.view_of is not deferred:
+            self.view, self.view_from, self.view_of = (
+                ContextList(deferred.items),
+                deferred.count,
+                deferred,
+            )
+        view = self.view
+        view.extend(context.items[self.view_from :])
+        self.view_from = len(context.items)
+        if overhead != 0:
+            view.push_head(overhead_item(overhead, has_messages))
+        try:
+            results = manage(view)
+        finally:
+            if view.has_head:
+                view.pop_head()
+        for result in results:
+            if result.fired and result.details.get("loop_only"):
+                self.view = ContextList(i for i in result.items if i.id != OVERHEAD_ID)
+                self.view_only.add(id(result))
+        return results
+
+    def defer(self, result: PolicyResult, decision: Decision, context: _Context) -> None:
+        kept = [i for i in result.items if i.id != OVERHEAD_ID]
+        self.deferred = _Deferred(kept, len(context.items), context.generation, decision)
+
+    def note_loop_only(self, result: PolicyResult, before: Sequence[ContextItem]) -> None:
+        """What a result made in the running loop's list only: the items it replaced come back
+        when the prompt ends, the ones it added go (``replaced_at``: where they were)."""
+        at = result.details.get("replaced_at")
+        if isinstance(at, list):
+            originals = {before[i].id: before[i] for i in at if 0 <= i < len(before)}
+        else:
+            originals = {item.id: item for item in before}
+        for change in result.changes:
+            if change.status is ItemStatus.ADDED:
+                self.undo[change.id] = None
+            elif change.id in originals and change.id not in self.undo:
+                self.undo[change.id] = originals[change.id]
+
+    def prompt_starts(self, context: _Context) -> None:
+        """A new prompt: a compaction decided during the previous one takes effect, and what
+        the running loop changed in its own list only is gone (the agent's list never had it)."""
+        deferred, self.deferred = self.deferred, None
+        self.view = None
+        items: list[ContextItem] | None = None
+        if deferred is not None and deferred.generation == context.generation:
+            items = [*deferred.items, *context.items[deferred.count :]]
+            self.awaiting.append(deferred.decision)
+        if self.undo:
+            undo, current = self.undo, context.items if items is None else items
+            items = [kept for i in current if (kept := undo.get(i.id, i)) is not None]
+            self.undo = {}
+        if items is not None:
+            context.replace(items)
+
+    def fill_after(self, tokens: int, lists: Sequence[list[Decision]]) -> None:
+        """The figure after the compactions that took effect at this request: its own."""
+        for waiting in self.awaiting:
+            for listed in lists:
+                for k, d in enumerate(listed):
+                    if d is waiting:
+                        listed[k] = replace(d, tokens_after=tokens)
+        self.awaiting.clear()
+
+
+def _unrecorded(
+    kind: str, result: PolicyResult, recorded_here: list[Decision], unrecorded: object
+) -> str:
+    """Why the recording cannot show this replayed decision, if it cannot: the policy says so,
+    or the input does not record decisions of this kind that fail (a session file that keeps
+    only the compactions that succeeded) and shows none here."""
+    reason = result.details.get("undetermined")
+    if reason:
+        return str(reason)
+    shown = any(d.kind == kind for d in recorded_here)
+    if isinstance(unrecorded, dict) and kind in unrecorded and not shown:
+        return str(unrecorded[kind])
+    return ""
+
+
+def _follows_unknown(recorded_here: list[Decision], replayed: list[Decision]) -> bool:
+    """A compaction the recording shows without its cause (a refusal it does not record,
+    say), which the replay did not make: followed, as nothing in these settings tells it would
+    not have happened."""
+    made = any(d.kind == "compaction" and not d.failed for d in replayed)
+    return not made and any(
+        d.kind == "compaction" and not d.failed and d.detail.startswith(TRIGGER_NOT_RECORDED)
+        for d in recorded_here
+    )
+
+
+def _adopt_recorded(
+    session: Session,
+    context: _Context,
+    step: int,
+    estimate: Estimate,
+    reuse_estimates: bool,
+) -> None:
+    """The recording's context at ``step``, keeping the replayed items it shares."""
+    by_index = {i.index: i for i in context.items if i.index is not None}
+    items = []
+    for index in session.in_context(step):
+        item = by_index.get(index)
+        if item is None:
+            message = session.body(index)
+            tokens = session.record(index).estimate if reuse_estimates else estimate(message)
+            item = ContextItem(message, tokens, index)
+        items.append(item)
+    context.replace(items)
+
+
+def _output_of(usage: Usage) -> int:
+    """What a response added to its request's figure, by the provider's usage."""
+    if usage.total:
+        return max(0, usage.total - usage.prompt_tokens)
+    return usage.output
 
 
 def _figures_only_output(
@@ -1324,7 +1609,8 @@ def _not_shown(disagreements: list[dict[str, Any]], session: Session) -> None:
 def compare(
     recorded: Sequence[Decision], replayed: Sequence[Decision]
 ) -> tuple[float, list[dict[str, Any]]]:
-    """The share of recorded decisions reproduced at the same step, and every difference."""
+    """The share of recorded decisions reproduced at the same step, and every difference (a
+    replayed decision a recording cannot show, ``undetermined``, is none)."""
 
     def key(d: Decision) -> tuple[int, str]:
         return d.step, d.kind
@@ -1342,7 +1628,8 @@ def compare(
     for d in recorded:
         by_step.setdefault(d.step, ([], []))[0].append(d.kind)
     for d in replayed:
-        by_step.setdefault(d.step, ([], []))[1].append(d.kind)
+        if not d.undetermined:  # a recording cannot show it: not a difference
+            by_step.setdefault(d.step, ([], []))[1].append(d.kind)
     disagreements = [
         {"step": step, "recorded": sorted(rec), "replayed": sorted(rep)}
         for step, (rec, rep) in sorted(by_step.items())

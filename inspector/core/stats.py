@@ -271,6 +271,7 @@ def _compactions(session: Session, steps: list[StepState]) -> list[dict[str, Any
                 state is not None
                 and state.request_event is not None
                 and state.origin is not Origin.ANCHORED
+                and _has_figure(state)
             ):
                 after = state.tokens
         out.append(
@@ -282,7 +283,7 @@ def _compactions(session: Session, steps: list[StepState]) -> list[dict[str, Any
                 "messages_before": event.messages_before,
                 "messages_after": event.messages_after,
                 "failed": event.failed,
-                **({"error": event.error} if event.failed and event.error else {}),
+                "error": event.error,
             }
         )
     return out
@@ -296,7 +297,12 @@ def _context_before(by_step: dict[int, StepState], step: int) -> int | None:
         return None
     if previous.usage is not None:
         return previous.usage.context_after
-    return previous.tokens
+    return previous.tokens if _has_figure(previous) else None
+
+
+def _has_figure(state: StepState) -> bool:
+    """Whether a step has a figure at all (a log of requests alone has none)."""
+    return state.reported is not None or state.anchor is not None or state.messages > 0
 
 
 def _prunes(session: Session) -> list[dict[str, Any]]:
@@ -447,7 +453,10 @@ def summarize_replay(session: Session, result: ReplayResult, facts: RunFacts) ->
         "tokens_saved": result.tokens_saved,
         "agreement": round(result.agreement, 4),
         "disagreements": result.disagreements,
-        "undetermined": [{**d.as_dict(), "reason": why} for d, why in result.undetermined],
+        "undetermined": [
+            *({**d.as_dict(), "reason": why, "recorded": True} for d, why in result.undetermined),
+            *result.left_out,
+        ],
         "recorded_decisions": [d.as_dict() for d in result.recorded],
         "curve": [
             {

@@ -11,12 +11,19 @@ boundaries become short ``LogLine`` events. A ``compaction_start`` and its ``com
 make one ``Compacted``: ``before`` / ``after`` are message COUNTS and fields are ``omitempty``
 (an absent ``after`` is 0, an absent ``auto`` false); the trigger is the event's ``trigger``
 (``context_limit_recovery`` on the recovery path) or ``auto``; an ``error`` means it failed.
-The event names no messages, so the retained messages are taken to be the newest ``after - 1``
-read so far (the rebuilt context is a summary plus a recent tail). A start whose end never came
-is closed as failed by the next start (at the end of the input it may still be running, and is
-left as its ``LogLine``). HEAD's fields ``type`` (``major`` / ``mini``), ``summary``,
-``tokens_before``, ``tokens_after`` are read when present: a major summary becomes a SUMMARY
-message; a ``mini`` compaction only truncates tool outputs, so it retains every message.
+The event names no messages: the new list is a summary and what the session had written from a
+user message on, so the retained messages are the newest ``after - 1`` that start at one (what
+followed them had not reached the session, and the agent's list lost it). A start whose end
+never came is closed as failed by the next start (at the end of the input it may still be
+running, and is left as its ``LogLine``). An auto-compaction's ``tokens_before`` is the figure
+the agent compared with its limit (``EstimateContextTokens``: the last usage total plus
+bytes / 4 of the messages after it), which is also given at every turn's end as a
+``ContextMeasured``. A context-limit recovery stands for a request the provider refused (a
+``RequestSent`` and a ``RequestRejected``), as does a turn that ended without an answer. A
+tool result with the agent's truncation notice is a ``ToolOutputChanged``. HEAD's fields
+``type`` (``major`` / ``mini``), ``summary``, ``tokens_before``, ``tokens_after`` are read when
+present: a major summary becomes a SUMMARY message; a ``mini`` compaction only truncates tool
+outputs, so it retains every message.
 
 ``goagent-log`` reads ``~/.ai/ai-<pid>.log``: ``[LEVEL] 2006-01-02T15:04:05.999 file.go:N
 "<prefix><message>" key=value ...`` (values ``%q``-quoted when they hold spaces, quotes or
@@ -25,8 +32,11 @@ backslashes; no time zone). The compaction messages of one attempt (``[Agent] Au
 messages``, ``[Agent] Auto-compact successful`` / ``failed``, ``Compaction recovery failed``)
 make one ``Compacted`` at the line that ends it; an attempt that does not start with
 ``Auto-compacting`` came from the recovery path (``context_limit_recovery``; a manual compact
-through RPC looks the same in the log). Every other line, and each line inside an attempt, is a
-``LogLine``.
+through RPC looks the same in the log). With ``--debug``, ``[Loop] Sending messages to LLM`` is
+a request and the loop's own ``compaction_start`` / ``compaction_end`` events (``[Agent] Got
+event``) a recovery, which stands for a refused request; ``Error streaming response`` with a
+context-length error is a refusal with the provider's figures. Every other line, and each line
+inside an attempt, is a ``LogLine``.
 
 ``goagent-session`` reads the session tree ``~/.ai/sessions/--<cwd>--/<id>.jsonl`` (HEAD:
 ``.../<uuid>/messages.jsonl``): a header ``{"type": "session", "version": 1, "id", ...}``, then
@@ -36,9 +46,13 @@ read incrementally, each entry whose parent is not the previous entry switches b
 ``ContextReset`` (reason ``branch``) back to the newest message both branches share, then copies
 (ids ``<entry>@<n>``) of the target branch's messages that were not in context. A ``compaction``
 entry is a ``Compacted`` (``tokensBefore``; the entries from ``firstKeptEntryId`` on the path
-are retained) and the summary message the agent replays; a ``branch_summary`` is a summary
-message too. The legacy layout (one AgentMessage per line, no header) is read as a linear chain.
-A ``--<cwd>--`` folder (or ``~/.ai/sessions``) opens each of its session files.
+are retained; its trigger is not recorded) and the summary message the agent replays; a
+``branch_summary`` is a summary message too. The writer is asynchronous: a compaction entry
+waits for the message entries written after it that the agent made before it (by their
+``message.timestamp``), which it then leaves out, as the agent's list did. The agent's figure is
+given when each turn ends, as for the stdout. The legacy layout (one AgentMessage per line, no
+header) is read as a linear chain. A ``--<cwd>--`` folder (or ``~/.ai/sessions``) opens each
+of its session files.
 
 Messages (all three formats): role ``user`` / ``assistant`` / ``toolResult`` (TOOL, kind
 TOOL_RESULT), blocks ``text`` / ``image`` / ``toolCall`` / ``thinking``, ``metadata``
@@ -51,7 +65,7 @@ the cache, ``output``, ``cacheRead``, ``cacheWrite``, ``totalTokens``; none is r
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -59,8 +73,11 @@ from typing import Any
 
 import orjson
 
+from inspector.core.estimate import estimate_message, utf8_len
 from inspector.core.model import (
+    TRIGGER_NOT_RECORDED,
     Compacted,
+    ContextMeasured,
     ContextReset,
     Event,
     LogLine,
@@ -69,13 +86,17 @@ from inspector.core.model import (
     MessageKind,
     Part,
     PartType,
+    RequestRejected,
     RequestSent,
     Role,
     SessionInfo,
     SourceSpan,
+    ToolOutputAction,
+    ToolOutputChanged,
     Usage,
     UsageReported,
 )
+from inspector.core.policies.goagent import LINES_MARKER, recorded_cut
 from inspector.formats.base import LineParser, decode_text
 from inspector.formats.chat_common import (
     as_int,
@@ -289,6 +310,163 @@ def _load_record(line: bytes) -> Any:
 
 
 # ------------------------------------------------------------------------------------------
+# The agent's own figure, tool-output notices and provider refusals (all three readers)
+
+FIGURE_LABEL = "agent: last usage total + later messages, bytes/4"
+# llm/errors.go looksLikeContextLengthExceeded
+CONTEXT_NEEDLES = (
+    "context length",
+    "context window",
+    "contextwindow",
+    "maximum context",
+    "max context",
+    "context limit",
+    "too many tokens",
+    "maximum number of tokens",
+    "prompt is too long",
+    "token limit exceeded",
+    "contextlength",
+    "context_window_exceeded",
+    "contextwindowexceeded",
+    "finishreasonlength",
+    "context_length_exceeded",
+)
+_PROVIDER_LIMIT = re.compile(r"maximum context length is (\d[\d,]*) tokens", re.IGNORECASE)
+_PROVIDER_TOKENS = re.compile(
+    r"(?:resulted in|requested|prompt is too long:?) (\d[\d,]*) tokens", re.IGNORECASE
+)
+RECOVERY = "context_limit_recovery"
+UNRECORDED_ATTEMPTS = (
+    "the session file keeps the compactions that succeeded: an attempt that failed here "
+    "would not show (the stdout and the log do)"
+)
+
+
+_INSTANT = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d+))?"
+    r"\s*(Z|[+-]\d{2}:?\d{2})?$"
+)
+
+
+def instant_ns(text: str | None) -> int | None:
+    """An ISO 8601 / RFC 3339 time as nanoseconds since the epoch, to the nanosecond (the
+    session writes nanoseconds); a time without a zone is read as UTC."""
+    if not text:
+        return None
+    match = _INSTANT.match(text.strip())
+    if match is None:
+        return None
+    year, month, day, hour, minute, second = (int(match[i]) for i in range(1, 7))
+    try:
+        moment = datetime(year, month, day, hour, minute, second, tzinfo=UTC)
+    except ValueError:
+        return None
+    nanos = int((match[7] or "0")[:9].ljust(9, "0"))
+    zone = match[8]
+    offset = 0
+    if zone and zone != "Z":
+        digits = zone[1:].replace(":", "")
+        offset = (int(digits[:2]) * 60 + int(digits[2:])) * 60 * (1 if zone[0] == "+" else -1)
+    return (int(moment.timestamp()) - offset) * 1_000_000_000 + nanos
+
+
+def usage_total(usage: Usage | None) -> int:
+    """``usageTotalTokens``: the total, else the sum of its parts."""
+    if usage is None:
+        return 0
+    if usage.total:
+        return usage.total
+    return usage.input + usage.output + usage.cache_read + usage.cache_write
+
+
+class AgentFigures:
+    """What ``EstimateContextTokens`` needs of each message in the agent's list: the usage
+    total of an assistant message it can anchor on (0 for any other message), the message's
+    own estimate (``estimateMessageTokens``: its bytes / 4, rounded up) and whether a
+    compaction can cut at it (a user message or a summary)."""
+
+    def __init__(self) -> None:
+        self.of: dict[str, tuple[int, int, bool]] = {}
+
+    def note(self, message: Message, usage: Usage | None = None) -> None:
+        total = usage_total(usage) if message.role is Role.ASSISTANT and message.visible else 0
+        cuttable = message.role is Role.USER and message.kind in (
+            MessageKind.MESSAGE,
+            MessageKind.SUMMARY,
+        )
+        self.of[message.id] = (total, estimate_message("goagent", message), cuttable)
+
+    def figure(self, live: Sequence[str], key: Callable[[str], str] = str) -> int | None:
+        """The agent's figure over ``live`` (the agent's list, oldest first): the last usage
+        total plus the estimates of the messages after it, else every message's estimate."""
+        trailing = 0
+        of = self.of
+        for mid in reversed(live):
+            total, estimate, _ = of.get(key(mid), (0, 0, False))
+            if total > 0:
+                return total + trailing
+            trailing += estimate
+        return trailing if live else None
+
+    def cuttable(self, mid: str) -> bool:
+        return self.of.get(mid, (0, 0, False))[2]
+
+
+def kept_block(live: Sequence[str], count: int, cuttable: Callable[[str], bool]) -> list[str]:
+    """The messages a session compaction kept, ``count`` of them: the session writer keeps
+    a (possibly lagging) prefix of the agent's list, and the compaction keeps the part of it
+    from a message it can cut at; the newest such block of ``count`` messages (what follows it
+    in the agent's list had not reached the session yet, and is lost)."""
+    if count <= 0:
+        return []
+    if count >= len(live):
+        return list(live)
+    for start in range(len(live) - count, -1, -1):
+        if cuttable(live[start]):
+            return list(live[start : start + count])
+    return list(live[len(live) - count :])
+
+
+def tool_output_change(message: Message, timestamp: str | None) -> ToolOutputChanged | None:
+    """What the agent's tool-output limits did to a tool result, from the notice it wrote."""
+    text = "".join(p.text for p in message.parts if p.type in (PartType.TEXT, PartType.TOOL_RESULT))
+    cut = recorded_cut(text)
+    if cut is None and LINES_MARKER.search(text) is None:
+        return None
+    return ToolOutputChanged(
+        action=ToolOutputAction.SPILLED if cut and cut.spilled else ToolOutputAction.TRUNCATED,
+        tool=message.tool_name,
+        message_id=message.id,
+        tokens=cut.total_tokens if cut else None,
+        tokens_after=estimate_message("goagent", message),
+        original_bytes=cut.total_bytes if cut and not cut.spilled else None,
+        final_bytes=utf8_len(text),
+        replacement=cut.spill_path if cut else None,
+        timestamp=timestamp,
+    )
+
+
+def _figure(text: str | None) -> int | None:
+    return int(text.replace(",", "")) if text else None
+
+
+def provider_refusal(error: str, timestamp: str | None = None) -> RequestRejected | None:
+    """A provider error that says the prompt did not fit, as the agent recognises it."""
+    lowered = error.lower()
+    if not any(needle in lowered for needle in CONTEXT_NEEDLES):
+        return None
+    limit = _PROVIDER_LIMIT.search(error)
+    tokens = _PROVIDER_TOKENS.search(error)
+    return RequestRejected(
+        reason=error[:300],
+        code="context_length_exceeded",
+        tokens=_figure(tokens[1]) if tokens else None,
+        limit=_figure(limit[1]) if limit else None,
+        timestamp=timestamp,
+    )
+
+
+# ------------------------------------------------------------------------------------------
 # goagent-events
 
 
@@ -296,6 +474,7 @@ def _load_record(line: bytes) -> Any:
 class _HeldStart:
     info: dict[str, Any]
     timestamp: str | None
+    figure: int | None  # the agent's figure when it decided (auto-compaction)
 
 
 class GoEventsParser(LineParser):
@@ -307,7 +486,10 @@ class GoEventsParser(LineParser):
         super().__init__(source, path)
         self._results: set[str] = set()  # tool call ids whose result message was added
         self._live: list[str] = []  # visible message ids in context, oldest first
+        self._figures = AgentFigures()
         self._start: _HeldStart | None = None
+        self._measured = False  # the agent's figure was given for the current turn
+        self._request_failed = False  # the latest model request got no answer
 
     def parse_line(self, line: bytes, span: SourceSpan) -> Iterable[Event]:
         out: list[Event] = []
@@ -331,6 +513,8 @@ class GoEventsParser(LineParser):
             self._compaction_start(obj, span, timestamp, out)
         elif etype == "compaction_end":
             self._compaction_end(obj, span, timestamp, out)
+        elif etype == "turn_end":
+            self._turn_end(obj, span, timestamp, out)
         else:
             out.append(self._log(etype, obj, span, timestamp))
         return out
@@ -359,16 +543,21 @@ class GoEventsParser(LineParser):
         if isinstance(message, str):
             out.append(self.issue(span, f"message_end: {message}", line))
             return
+        usage = None
         if message.role is Role.ASSISTANT:
             out.append(RequestSent(model=message.model, timestamp=timestamp, span=span))
+            self._request_failed = False
+            self._measured = False  # a new turn
             usage = go_usage(raw)
             if usage is not None:
                 out.append(
                     UsageReported(usage=usage, model=message.model, timestamp=timestamp, span=span)
                 )
+        elif message.role is Role.USER:
+            self._request_failed = False
         if message.role is Role.TOOL and call_id:
             self._results.add(call_id)
-        self._add(message, span, timestamp, out)
+        self._add(message, span, timestamp, out, usage)
 
     def _tool_end(
         self,
@@ -397,13 +586,50 @@ class GoEventsParser(LineParser):
         if call_id:
             self._results.add(call_id)
         self._add(message, span, timestamp, out)
+        change = tool_output_change(message, timestamp)
+        if change is not None:
+            out.append(change.model_copy(update={"span": span}))
 
     def _add(
-        self, message: Message, span: SourceSpan, timestamp: str | None, out: list[Event]
+        self,
+        message: Message,
+        span: SourceSpan,
+        timestamp: str | None,
+        out: list[Event],
+        usage: Usage | None = None,
     ) -> None:
         out.append(MessageAdded(message=message, timestamp=timestamp, span=span))
         if message.visible:
             self._live.append(message.id)
+            self._figures.note(message, usage)
+
+    def _measure(self, timestamp: str | None, span: SourceSpan, out: list[Event]) -> int | None:
+        """The figure the agent compares with its limit at a turn's end (once per turn)."""
+        figure = self._figures.figure(self._live)
+        if not self._measured and figure is not None:
+            out.append(
+                ContextMeasured(tokens=figure, label=FIGURE_LABEL, timestamp=timestamp, span=span)
+            )
+        self._measured = True
+        return figure
+
+    def _turn_end(
+        self, obj: dict[str, Any], span: SourceSpan, timestamp: str | None, out: list[Event]
+    ) -> None:
+        if not isinstance(obj.get("message"), dict) and not self._request_failed:
+            # the turn's model request got no answer (the log says why)
+            out.append(RequestSent(timestamp=timestamp, span=span))
+            out.append(
+                LogLine(
+                    text="model request failed: no response (the agent's log has the error)",
+                    level="ERROR",
+                    timestamp=timestamp,
+                    span=span,
+                )
+            )
+            self._request_failed = True
+        self._measure(timestamp, span, out)
+        out.append(self._log("turn_end", obj, span, timestamp))
 
     # -- compaction ------------------------------------------------------------------------
 
@@ -413,7 +639,23 @@ class GoEventsParser(LineParser):
         self._flush_start(out)
         info = obj.get("compaction")
         info = info if isinstance(info, dict) else {}
-        self._start = _HeldStart(info=info, timestamp=timestamp)
+        figure = None
+        if info.get("trigger") == RECOVERY:
+            # the provider refused the loop's latest request as too long
+            if not self._request_failed:
+                out.append(RequestSent(timestamp=timestamp, span=span))
+                out.append(
+                    RequestRejected(
+                        reason="the provider refused the request as too long "
+                        "(the agent started its context-limit recovery)",
+                        timestamp=timestamp,
+                        span=span,
+                    )
+                )
+            self._request_failed = True
+        else:
+            figure = self._measure(timestamp, span, out)
+        self._start = _HeldStart(info=info, timestamp=timestamp, figure=figure)
         text = f"compaction_start ({as_int(info.get('before'))} messages)"
         out.append(LogLine(text=text, tag="compaction", timestamp=timestamp, span=span))
 
@@ -422,10 +664,13 @@ class GoEventsParser(LineParser):
     ) -> None:
         info = obj.get("compaction")
         info = info if isinstance(info, dict) else {}
-        start = self._start.info if self._start is not None else {}
+        held = self._start
         self._start = None
+        start = held.info if held is not None else {}
         merged = {**start, **{k: v for k, v in info.items() if v not in (None, "", 0, False)}}
-        out.append(self._compacted(merged, timestamp, span))
+        if merged.get("trigger") == RECOVERY and not merged.get("error"):
+            self._request_failed = False  # the loop sends its compacted list again
+        out.append(self._compacted(merged, timestamp, span, held.figure if held else None))
         summary = as_str(merged.get("summary"))
         if summary and merged.get("type") != "mini" and not merged.get("error"):
             message = _summary_message(
@@ -434,7 +679,11 @@ class GoEventsParser(LineParser):
             self._add(message, span, timestamp, out)
 
     def _compacted(
-        self, info: dict[str, Any], timestamp: str | None, span: SourceSpan | None
+        self,
+        info: dict[str, Any],
+        timestamp: str | None,
+        span: SourceSpan | None,
+        figure: int | None = None,
     ) -> Compacted:
         before = as_int(info.get("before"))
         after = as_int(info.get("after"))
@@ -444,12 +693,16 @@ class GoEventsParser(LineParser):
             retained: list[str] = []  # a failed compaction removes nothing
         elif mini:
             retained = list(self._live)
-        else:
+        elif "type" in info:
+            # HEAD's in-memory compaction: a summary, then the newest messages
             keep = max(0, after - 1)
             retained = self._live[len(self._live) - keep :] if keep else []
+        else:
+            # the session's compaction: a summary, then the messages kept after it
+            retained = kept_block(self._live, max(0, after - 1), self._figures.cuttable)
         if not error:
             self._live = retained
-        tokens_before = as_int(info.get("tokens_before")) or None
+        tokens_before = as_int(info.get("tokens_before")) or figure or None
         tokens_after = as_int(info.get("tokens_after")) or None
         return Compacted(
             trigger=as_str(info.get("trigger")) or "auto",
@@ -474,7 +727,7 @@ class GoEventsParser(LineParser):
         held = self._start
         self._start = None
         info = {**held.info, "error": "no compaction_end (the attempt did not finish)"}
-        out.append(self._compacted(info, held.timestamp, None))
+        out.append(self._compacted(info, held.timestamp, None, held.figure))
 
     # -- everything else -------------------------------------------------------------------
 
@@ -645,6 +898,7 @@ class _Attempt:
     after: int | None = None
     compressed: bool = False
     timestamp: str | None = None
+    recovery: bool = False  # opened by the debug log's compaction_start event of the loop
 
 
 def _count(attrs: dict[str, str], key: str) -> int | None:
@@ -662,6 +916,9 @@ class GoLogParser(LineParser):
     def __init__(self, source: int = 0, path: str = "") -> None:
         super().__init__(source, path)
         self._attempt: _Attempt | None = None
+        # a refusal known from a recovery that started, told when the provider's own
+        # message comes (a failed recovery) or when the loop goes on
+        self._refusal: RequestRejected | None = None
 
     def parse_line(self, line: bytes, span: SourceSpan) -> Iterable[Event]:
         out: list[Event] = []
@@ -690,6 +947,42 @@ class GoLogParser(LineParser):
         )
         return out
 
+    def _requests(
+        self, message: str, attrs: dict[str, str], at: tuple[str, SourceSpan], out: list[Event]
+    ) -> None:
+        timestamp, span = at
+        if message.endswith("[Loop] Sending messages to LLM"):
+            self._tell_refusal(out)
+            out.append(RequestSent(timestamp=timestamp, span=span))
+        elif message.endswith("Error streaming response"):
+            refusal = provider_refusal(attrs.get("error") or "", timestamp)
+            if refusal is not None:
+                self._refusal = None
+                out.append(refusal.model_copy(update={"span": span}))
+        elif message.endswith("[Agent] Got event"):
+            kind = attrs.get("type")
+            if kind == "compaction_start":
+                # only the loop's own compaction (the recovery) passes through its events
+                self._flush(out, ended=True)
+                self._tell_refusal(out)
+                self._attempt = _Attempt(auto=False, timestamp=timestamp, recovery=True)
+                self._refusal = RequestRejected(
+                    reason="the provider refused the request as too long "
+                    "(the agent started its context-limit recovery)",
+                    timestamp=timestamp,
+                    span=span,
+                )
+            elif kind == "compaction_end" and self._attempt and self._attempt.recovery:
+                attempt, self._attempt = self._attempt, None
+                self._tell_refusal(out)
+                attempt.compressed = True
+                out.append(self._outcome(attempt, span, timestamp))
+
+    def _tell_refusal(self, out: list[Event]) -> None:
+        if self._refusal is not None:
+            out.append(self._refusal)
+            self._refusal = None
+
     def _compaction(
         self,
         message: str,
@@ -698,7 +991,9 @@ class GoLogParser(LineParser):
         span: SourceSpan,
         out: list[Event],
     ) -> bool:
-        """Handle a compaction message; False when the line is no outcome (a LogLine follows)."""
+        """Handle a compaction message, a model request (the debug log names each one) or
+        the provider's refusal; False when the line is no outcome (a LogLine follows)."""
+        self._requests(message, attrs, (timestamp, span), out)
         attempt = self._attempt
         if message.endswith("[Agent] Auto-compacting"):
             self._flush(out, ended=True)
@@ -774,6 +1069,7 @@ class GoLogParser(LineParser):
 
     def end_of_input(self) -> Iterable[Event]:
         out: list[Event] = []
+        self._tell_refusal(out)
         self._flush(out, ended=False)
         return out
 
@@ -816,6 +1112,13 @@ class GoSessionParser(LineParser):
         self._bodies: dict[str, Message] = {}
         self._body_chars = 0
         self._entries_seen = False
+        self._figures = AgentFigures()
+        self._unmeasured = False  # messages came since the agent's figure was last given
+        self._turn_time: str | None = None  # when the latest of them was made
+        self._turn_span: SourceSpan | None = None  # and where it is
+        # a compaction entry waits for the messages the agent produced before it (the
+        # session writer is asynchronous: they may be written after it)
+        self._held: tuple[_Node, str, dict[str, Any], SourceSpan, str | None] | None = None
 
     # -- lines -----------------------------------------------------------------------------
 
@@ -830,8 +1133,12 @@ class GoSessionParser(LineParser):
             return out
         etype = obj.get("type")
         if etype == "session":
-            out.append(_header_info(obj, None).model_copy(update={"span": span}))
+            info = _header_info(obj, None)
+            extra = {**info.extra, "unrecorded": {"compaction": UNRECORDED_ATTEMPTS}}
+            out.append(info.model_copy(update={"span": span, "extra": extra}))
             return out
+        if self._held is not None and not self._produced_before_held(etype, obj):
+            self._flush_held(out)
         if etype is None and "role" in obj:  # the legacy layout: one AgentMessage per line
             legacy_id = f"L{span.line}"
             self._entry(legacy_id, self._leaf, "message", obj, span, line, out, legacy=True)
@@ -866,6 +1173,10 @@ class GoSessionParser(LineParser):
         legacy: bool = False,
     ) -> None:
         timestamp = as_str(obj.get("timestamp")) if not legacy else None
+        produced = obj.get("message") if etype == "message" and not legacy else None
+        if isinstance(produced, dict) and isinstance(produced.get("timestamp"), int):
+            # when the agent made the message, not when the writer got to it
+            timestamp = iso_time(produced["timestamp"]) or timestamp
         if parent is not None and parent not in self._nodes:
             out.append(
                 self.issue(
@@ -886,6 +1197,9 @@ class GoSessionParser(LineParser):
             if isinstance(message, str):
                 out.append(self.issue(span, f"message entry {entry_id}: {message}", line))
                 return
+            usage = None
+            if message.role is not Role.TOOL:
+                self._measure(out)  # the previous turn ended here
             if message.role is Role.ASSISTANT and isinstance(raw, dict):
                 out.append(RequestSent(model=message.model, timestamp=timestamp, span=span))
                 usage = go_usage(raw)
@@ -895,9 +1209,15 @@ class GoSessionParser(LineParser):
                             usage=usage, model=message.model, timestamp=timestamp, span=span
                         )
                     )
-            self._contribute(node, entry_id, message, span, timestamp, out)
+            self._contribute(node, entry_id, message, span, timestamp, out, usage)
+            if message.role is Role.TOOL:
+                change = tool_output_change(message, timestamp)
+                if change is not None:
+                    out.append(change.model_copy(update={"span": span}))
         elif etype == "compaction":
-            self._compaction(node, entry_id, obj, span, timestamp, out)
+            node.first_kept = as_str(obj.get("firstKeptEntryId"))
+            node.contributes = as_str(obj.get("summary")) is not None
+            self._held = (node, entry_id, obj, span, timestamp)
         elif etype == "branch_summary":
             summary = as_str(obj.get("summary"))
             if summary:
@@ -920,6 +1240,7 @@ class GoSessionParser(LineParser):
         span: SourceSpan,
         timestamp: str | None,
         out: list[Event],
+        usage: Usage | None = None,
     ) -> None:
         node.contributes = True
         self._spans[entry_id] = span
@@ -929,6 +1250,59 @@ class GoSessionParser(LineParser):
             self._body_chars += size
         out.append(MessageAdded(message=message, timestamp=timestamp, span=span))
         self._live.append(entry_id)
+        if message.visible:
+            self._figures.note(message, usage)
+            # a turn (a response, the tool results) ends where the agent measures again
+            self._unmeasured |= message.role in (Role.ASSISTANT, Role.TOOL)
+            self._turn_time = timestamp or self._turn_time
+            self._turn_span = span
+
+    # -- timing ----------------------------------------------------------------------------
+
+    def _measure(self, out: list[Event]) -> None:
+        """The figure the agent compared with its limit when its last turn ended (at the time
+        of the turn's last message)."""
+        if not self._unmeasured:
+            return
+        self._unmeasured = False
+        figure = self._figures.figure(self._live, self._entry_id)
+        if figure is not None:
+            out.append(
+                ContextMeasured(
+                    tokens=figure,
+                    label=FIGURE_LABEL,
+                    timestamp=self._turn_time,
+                    span=self._turn_span,
+                )
+            )
+
+    def _produced_before_held(self, etype: Any, obj: dict[str, Any]) -> bool:
+        """Whether a message entry written after the held compaction was produced before it
+        (its ``message.timestamp``, in milliseconds, is earlier than the entry's)."""
+        held = self._held
+        if held is None or etype != "message":
+            return False
+        raw = obj.get("message")
+        produced = raw.get("timestamp") if isinstance(raw, dict) else None
+        compacted = instant_ns(held[4])
+        if not isinstance(produced, int) or isinstance(produced, bool) or compacted is None:
+            return False
+        return produced < compacted // 1_000_000
+
+    def _flush_held(self, out: list[Event]) -> None:
+        held = self._held
+        if held is None:
+            return
+        self._held = None
+        node, entry_id, obj, span, timestamp = held
+        self._measure(out)
+        self._compaction(node, entry_id, obj, span, timestamp, out)
+
+    def end_of_input(self) -> Iterable[Event]:
+        out: list[Event] = []
+        self._flush_held(out)
+        self._measure(out)
+        return out
 
     # -- the tree --------------------------------------------------------------------------
 
@@ -1027,7 +1401,7 @@ class GoSessionParser(LineParser):
         self._live = retained
         out.append(
             Compacted(
-                trigger="auto",
+                trigger=TRIGGER_NOT_RECORDED,
                 tokens_before=as_int(obj.get("tokensBefore")) or None,
                 messages_before=before,
                 messages_after=len(kept) + (1 if summary else 0),
@@ -1143,6 +1517,281 @@ def sniff_session(head: Head) -> float:
 
 
 # ------------------------------------------------------------------------------------------
+# --merge of one run's stdout, log files and session files
+
+MATCH_NS = 5 * 1_000_000_000  # a session's compaction entry and the stdout's outcome: 5 s
+ZONE_STEP_NS = 15 * 60 * 1_000_000_000  # time zones differ by whole quarter hours
+_LOG_PROMPT = "[Agent] Starting prompt"
+_FAILED_REQUEST = "model request failed"
+
+
+@dataclass
+class _Timed:
+    """An event of one stream with the instant it sorts at."""
+
+    at: int
+    rank: int  # 0: the stream that holds the conversation; then the others
+    seq: float
+    event: Event
+
+
+def _instants(events: Sequence[Event], shift: int = 0) -> list[int]:
+    """Each event's instant, carried forward (and never going back) from the events that have
+    one, so that a stream keeps its own order."""
+    out: list[int] = []
+    last = 0
+    for event in events:
+        at = instant_ns(event.timestamp)
+        if at is not None:
+            last = max(last, at + shift)
+        out.append(last)
+    return out
+
+
+def _zone_offset(pairs: Sequence[tuple[int, int]]) -> int:
+    """How far a log's zone-less times are from UTC: the median gap between the log's records
+    and the same moments elsewhere, to the nearest quarter hour (0 without any)."""
+    if not pairs:
+        return 0
+    gaps = sorted(other - log for log, other in pairs)
+    gap = gaps[len(gaps) // 2]
+    return round(gap / ZONE_STEP_NS) * ZONE_STEP_NS
+
+
+def _is_prompt_start(event: Event) -> bool:
+    return isinstance(event, LogLine) and _LOG_PROMPT in event.text
+
+
+def _log_offset(log: Sequence[Event], anchors: Sequence[Event]) -> int:
+    """The zone offset of a log, from what it shares with the stdout or the session: its
+    compaction outcomes, else the prompts it starts (the stdout's ``agent_start``)."""
+    own = _instants(log)
+    others = _instants(anchors)
+    mine = [own[i] for i, e in enumerate(log) if isinstance(e, Compacted)]
+    theirs = [others[i] for i, e in enumerate(anchors) if isinstance(e, Compacted)]
+    if not theirs or not mine:
+        mine = [own[i] for i, e in enumerate(log) if _is_prompt_start(e)]
+        theirs = [
+            others[i]
+            for i, e in enumerate(anchors)
+            if isinstance(e, LogLine) and e.text.startswith("agent_start")
+        ]
+    return _zone_offset(list(zip(mine, theirs, strict=False)))
+
+
+def _nearest(at: int, candidates: Sequence[tuple[int, int]], used: set[int]) -> int | None:
+    """The unused candidate (instant, position) nearest ``at``, within ``MATCH_NS``."""
+    best: tuple[int, int] | None = None
+    for when, position in candidates:
+        gap = abs(when - at)
+        if position not in used and gap <= MATCH_NS and (best is None or gap < best[0]):
+            best = (gap, position)
+    return None if best is None else best[1]
+
+
+def _one_refusal_per_request(events: list[Event]) -> list[Event]:
+    """A refused request is told once: the most informative of its refusals stays."""
+    out: list[Event] = []
+    told: int | None = None  # where the latest request's refusal is in ``out``
+    for event in events:
+        if isinstance(event, RequestSent):
+            told = None
+        elif isinstance(event, RequestRejected):
+            if told is not None:
+                kept = out[told]
+                assert isinstance(kept, RequestRejected)
+                if (event.tokens, event.limit) != (None, None) and (kept.tokens, kept.limit) == (
+                    None,
+                    None,
+                ):
+                    out[told] = event
+                continue
+            told = len(out)
+        out.append(event)
+    return out
+
+
+def _add_session_history(timed: list[_Timed], sessions: Sequence[list[Event]]) -> None:
+    """What a session file adds to a stdout: its history before this invocation, and the
+    summary of each compaction the stdout shows."""
+    # this invocation's first event (the header's time is the session's creation)
+    start = min(
+        (t.at for t in timed if t.at > 0 and not isinstance(t.event, SessionInfo)), default=0
+    )
+    done = [
+        (t.at, position)
+        for position, t in enumerate(timed)
+        if isinstance(t.event, Compacted) and not t.event.failed
+    ]
+    used: set[int] = set()
+    # the stdout's own messages (a prompt is made just before its run starts)
+    shown = {_message_key(t.event) for t in timed if isinstance(t.event, MessageAdded)}
+    for events in sessions:
+        instants = _instants(events)
+        compaction_at: int | None = None
+        for seq, (at, event) in enumerate(zip(instants, events, strict=True)):
+            if at < start:
+                if not (isinstance(event, MessageAdded) and _message_key(event) in shown):
+                    timed.append(_Timed(at, 1, seq, event))
+                continue
+            if isinstance(event, Compacted):
+                compaction_at = at
+            elif (
+                compaction_at is not None
+                and isinstance(event, MessageAdded)
+                and event.message.kind is MessageKind.SUMMARY
+            ):
+                position = _nearest(compaction_at, done, used)
+                compaction_at = None
+                if position is not None:
+                    used.add(position)
+                    outcome = timed[position]
+                    timed.append(_Timed(outcome.at, 0, outcome.seq + 0.5, event))
+
+
+def _message_key(event: Event) -> tuple[str, str | None, str] | None:
+    """A message as both the stdout and the session write it: role, time made, text."""
+    if not isinstance(event, MessageAdded):
+        return None
+    message = event.message
+    return message.role.value, message.timestamp, message.text
+
+
+def _failed_requests(timed: Sequence[_Timed]) -> list[tuple[int, int]]:
+    """The stdout's requests that got no answer: (instant, position)."""
+    out: list[tuple[int, int]] = []
+    for position, t in enumerate(timed):
+        if not isinstance(t.event, RequestSent) or position + 1 >= len(timed):
+            continue
+        after = timed[position + 1].event
+        if isinstance(after, RequestRejected) or (
+            isinstance(after, LogLine) and after.text.startswith(_FAILED_REQUEST)
+        ):
+            out.append((t.at, position))
+    return out
+
+
+def _add_log(timed: list[_Timed], log: list[Event], base: list[Event], *, has_stdout: bool) -> None:
+    """A log's records that the conversation's own stream does not hold."""
+    instants = _instants(log, _log_offset(log, base))
+    failed = _failed_requests(timed) if has_stdout else []
+    compactions = [
+        (t.at, position)
+        for position, t in enumerate(timed)
+        if isinstance(t.event, Compacted) and t.rank == 0
+    ]
+    told: set[int] = set()
+    matched: set[int] = set()
+    recovery: tuple[int, float] | None = None  # where the latest recovery attempt is
+    for seq, (at, event) in enumerate(zip(instants, log, strict=True)):
+        if isinstance(event, RequestSent):
+            recovery = None
+            continue  # the conversation's stream has every request
+        if isinstance(event, RequestRejected):
+            if has_stdout:
+                # the loop logs the error just before it ends the turn: the refused request
+                # is the stdout's next unanswered one
+                request = next(
+                    (p for when, p in failed if when >= at - MATCH_NS and p not in told), None
+                )
+                if request is not None:
+                    told.add(request)
+                    timed.append(_Timed(timed[request].at, 0, timed[request].seq + 0.25, event))
+                    continue
+            else:
+                # the session has no record of a request nobody answered; it came before the
+                # recovery the agent attempted (a failed one is logged before the error)
+                sent = RequestSent(timestamp=event.timestamp, span=event.span)
+                where = recovery or (at, seq - 0.5)
+                timed.append(_Timed(where[0], 2, where[1], sent))
+            recovery = None
+            timed.append(_Timed(at, 2, seq, event))
+            continue
+        if isinstance(event, Compacted) and event.trigger == RECOVERY:
+            recovery = (at, seq - 0.5)
+        if isinstance(event, Compacted):
+            if has_stdout:
+                continue  # the stdout has every attempt, with its figure
+            if not event.failed:
+                position = _nearest(at, [c for c in compactions if c[1] not in matched], matched)
+                if position is not None:
+                    matched.add(position)
+                    recorded = timed[position].event
+                    assert isinstance(recorded, Compacted)
+                    timed[position].event = recorded.model_copy(
+                        update={
+                            "trigger": event.trigger,
+                            "messages_before": recorded.messages_before or event.messages_before,
+                        }
+                    )
+                    continue
+        timed.append(_Timed(at, 2, seq, event))
+
+
+def merge_run(streams: Sequence[Sequence[Event]], names: Sequence[str]) -> list[Event] | None:
+    """One session of a run's stdout, log files and session files.
+
+    - With a stdout, it holds the conversation: every request, message and compaction attempt
+      is taken from it once. A session file adds what came before this invocation (a resumed
+      session's history) and the summaries of the compactions (the stdout does not show them);
+      a log adds its lines and the provider's refusals, with their figures.
+    - Without one, the session file holds the conversation; a log adds the compaction attempts
+      the session does not record (failed ones), the trigger of those it does, and the refused
+      requests.
+    - A log's times carry no zone: it is placed by what it shares with the other streams.
+    """
+    named = list(zip(names, streams, strict=True))
+    stdouts = [list(events) for name, events in named if name == EVENTS_SPEC.name]
+    logs = [list(events) for name, events in named if name == LOG_SPEC.name]
+    sessions = [list(events) for name, events in named if name == SESSION_SPEC.name]
+    conversation = stdouts or sessions  # the stream that holds the conversation
+    base = [e for events in conversation for e in events]
+    timed = [
+        _Timed(at, 0, i, e)
+        for events in conversation
+        for i, (at, e) in enumerate(zip(_instants(events), events, strict=True))
+    ]
+    if stdouts:
+        _add_session_history(timed, sessions)
+    for log in logs:
+        _add_log(timed, log, base, has_stdout=bool(stdouts))
+    timed.sort(key=lambda t: (t.at, t.rank, t.seq))
+    events = [t.event for t in timed]
+    if stdouts or logs:  # these record the attempts a session file does not
+        events = [_attempts_recorded(e) for e in events]
+    return _decided_on_the_figure(_one_refusal_per_request(events))
+
+
+def _attempts_recorded(event: Event) -> Event:
+    if isinstance(event, SessionInfo) and "unrecorded" in event.extra:
+        extra = {k: v for k, v in event.extra.items() if k != "unrecorded"}
+        return event.model_copy(update={"extra": extra})
+    return event
+
+
+def _decided_on_the_figure(events: list[Event]) -> list[Event]:
+    """Each auto-compaction attempt with the figure the agent compared with its limit: the
+    agent's own figure measured since the latest request (a session's ``tokensBefore`` is
+    measured on the session's copy, which may lag behind the agent's list)."""
+    figure: int | None = None
+    out: list[Event] = []
+    for event in events:
+        if isinstance(event, RequestSent):
+            figure = None
+        elif isinstance(event, ContextMeasured) and event.label == FIGURE_LABEL:
+            figure = event.tokens
+        elif (
+            isinstance(event, Compacted)
+            and event.trigger == "auto"
+            and figure is not None
+            and event.tokens_before != figure
+        ):
+            event = event.model_copy(update={"tokens_before": figure})
+        out.append(event)
+    return out
+
+
+# ------------------------------------------------------------------------------------------
 
 EVENTS_SPEC = register(
     FormatSpec(
@@ -1152,6 +1801,7 @@ EVENTS_SPEC = register(
         parser=GoEventsParser,
         sniff=sniff_events,
         default_profile="goagent",
+        stream_merge=merge_run,
     )
 )
 
@@ -1163,6 +1813,7 @@ LOG_SPEC = register(
         parser=GoLogParser,
         sniff=sniff_log,
         default_profile="goagent",
+        stream_merge=merge_run,
     )
 )
 
@@ -1179,5 +1830,6 @@ SESSION_SPEC = register(
         default_profile="goagent",
         expand=expand_sessions,
         folder=True,
+        stream_merge=merge_run,
     )
 )

@@ -335,6 +335,7 @@ def test_compaction_with_post_tokens_and_a_preserved_segment() -> None:
             "messages_before": None,
             "messages_after": None,
             "failed": False,
+            "error": None,
         }
     ]
 

@@ -12,6 +12,7 @@ import pytest
 
 from inspector.core.model import (
     Compacted,
+    ContextMeasured,
     ContextReset,
     Event,
     LogLine,
@@ -148,7 +149,9 @@ def test_events_compactions_are_counts_with_omitempty() -> None:
     events = read(GoEventsParser, fixture("events.jsonl"))
     done, failed = of_type(events, Compacted)
     assert (done.trigger, done.messages_before, done.messages_after) == ("auto", 58, 14)
-    assert not done.failed and done.tokens_before is None
+    # the figure the agent compared with its limit: the last usage total (300 + 1,200 cached +
+    # 120 out) and nothing after it
+    assert not done.failed and done.tokens_before == 1620
     assert done.timestamp == "2026-02-12T02:31:19.402000+00:00"
     assert done.retained_ids == ("L5", "L8", "L10", "L13")  # the newest after-1 = 13 (all 4)
     assert failed.failed and failed.trigger == "context_limit_recovery"
@@ -270,8 +273,10 @@ def test_events_messages_at_rereads_each_record() -> None:
 
 def test_events_in_a_session_follow_the_compaction() -> None:
     session = session_of(read(GoEventsParser, fixture("events.jsonl")))
-    assert len(session.steps) == 2
+    # the third request is the one the provider refused (the recovery that followed failed)
+    assert len(session.steps) == 3
     assert session.steps[1].reported == 1500
+    assert session.steps[2].rejected == 1 and session.steps[1].rejected == 0
     assert in_context(session) == ["L5", "L8", "L10", "L13"]
 
 
@@ -540,7 +545,8 @@ def test_session_legacy_layout() -> None:
     events = read(GoSessionParser, fixture("session_legacy.jsonl"))
     assert not issues(events)
     assert [m.message.id for m in messages(events)] == ["L1", "L2", "L3"]
-    assert kinds(events) == ["user", "request", "usage", "assistant", "tool"]
+    # the agent's figure when its turn ended: the usage total and the tool result after it
+    assert kinds(events) == ["user", "request", "usage", "assistant", "tool", "context"]
 
 
 def test_session_bad_lines() -> None:
@@ -623,6 +629,10 @@ def test_huge_line(cls: type[LineParser], tmp_path: Path) -> None:
     data = path.read_bytes()
     events = read(cls, data, sizes=[1 << 20] * 22)
     assert not issues(events)
+    if cls is GoSessionParser:  # the agent's figure when the turn ended, at its last record
+        figure = events.pop()
+        assert isinstance(figure, ContextMeasured) and figure.span is not None
+        assert figure.span.length == len(record)
     last = events[-1]
     assert last.span is not None and last.span.length == len(record)
     if cls is GoLogParser:

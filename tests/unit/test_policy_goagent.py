@@ -32,7 +32,10 @@ from inspector.errors import ConfigError, InspectorError
 
 _: Policy = POLICY  # the module satisfies the policy contract
 
-PROFILE = GoAgentProfile()  # no window: the 8,000 MaxTokens fallback; keep-recent 4,000
+# no window: the 8,000 MaxTokens fallback; keep-recent 4,000. The library's own compactor
+# (the split by the keep-recent budget); the session compactor's tests set ``SESSION``.
+PROFILE = GoAgentProfile(compactor="in_memory")
+SESSION = GoAgentProfile()
 
 
 def est(message: Message) -> int:
@@ -85,8 +88,8 @@ def tool(mid: str, tokens: int = 10, text: str = "", **kw: object) -> ContextIte
 
 
 def test_compaction_triggers_when_the_estimate_reaches_the_limit() -> None:
-    at = [user("u", 4_000), assistant("a", 3_000), user("u2", 1_000)]
-    below = [user("u", 4_000), assistant("a", 3_000), user("u2", 999)]
+    at = [user("u", 4_000), assistant("a", 3_000), tool("t", 1_000)]
+    below = [user("u", 4_000), assistant("a", 3_000), tool("t", 999)]
     assert [r.action for r in POLICY.manage(at, PROFILE, est, FakeSummarizer())] == [Action.COMPACT]
     assert POLICY.manage(below, PROFILE, est, FakeSummarizer()) == []
     not_fired = POLICY.compact(below, PROFILE, est, FakeSummarizer())
@@ -99,7 +102,7 @@ def test_the_estimate_starts_from_the_last_visible_assistant_usage() -> None:
         assistant("a1", 100),
         tool("t", 500),
         assistant("a2", 100, visible=False),  # hidden: its usage is not used
-        user("u2", 400),
+        tool("t2", 400),
     ]
     reported = {"a1": 7_000, "a2": 99_999}
     assert context_tokens(items, reported) == (7_900, "reported", "a1")
@@ -112,14 +115,14 @@ def test_the_estimate_starts_from_the_last_visible_assistant_usage() -> None:
 
 
 def test_the_limit_is_the_window_minus_the_reserve_when_the_window_is_known() -> None:
-    profile = GoAgentProfile(context_window=100_000)
+    profile = GoAgentProfile(compactor="in_memory", context_window=100_000)
     items = [user("u", 83_615), assistant("a", 1)]
     assert POLICY.compact(items, profile, est, FakeSummarizer()).details["limit"] == 83_616
     assert POLICY.compact(items, profile, est, FakeSummarizer()).fired
 
 
 def test_without_a_token_limit_the_message_count_triggers() -> None:
-    profile = GoAgentProfile(max_tokens=0)
+    profile = GoAgentProfile(compactor="in_memory", max_tokens=0)
     items = [user(f"u{i}", 10**6) for i in range(49)]
     assert not POLICY.compact(items, profile, est, FakeSummarizer()).fired
     fired = POLICY.compact([*items, user("u49", 1)], profile, est, FakeSummarizer())
@@ -127,7 +130,7 @@ def test_without_a_token_limit_the_message_count_triggers() -> None:
 
 
 def test_auto_compaction_off_only_stops_the_automatic_path() -> None:
-    profile = GoAgentProfile(auto_compact=False)
+    profile = GoAgentProfile(compactor="in_memory", auto_compact=False)
     items = [user("u", 9_000), assistant("a", 10)]
     assert POLICY.manage(items, profile, est, FakeSummarizer()) == []
     assert POLICY.compact(items, profile, est, FakeSummarizer(), force=True).fired
@@ -155,11 +158,13 @@ def test_the_keep_recent_budget_is_clamped_to_half_the_limit() -> None:
 
 
 def test_the_split_counts_messages_when_the_token_budget_is_zero() -> None:
-    profile = GoAgentProfile(keep_recent_tokens=0, keep_recent=3)
+    profile = GoAgentProfile(compactor="in_memory", keep_recent_tokens=0, keep_recent=3)
     items = [user(f"m{i}", 1_000) for i in range(10)]
     result = POLICY.compact(items, profile, est, FakeSummarizer())
     assert [i.id for i in result.items[1:]] == ["m7", "m8", "m9"]
-    zero = GoAgentProfile(keep_recent_tokens=0, keep_recent=0)  # 0 means the default 5
+    zero = GoAgentProfile(
+        compactor="in_memory", keep_recent_tokens=0, keep_recent=0
+    )  # 0 means the default 5
     result = POLICY.compact(items, zero, est, FakeSummarizer())
     assert len(result.items) == 1 + 5
 
@@ -522,8 +527,8 @@ def test_manage_acts_alike_on_a_context_list_and_a_plain_list() -> None:
             FakeSummarizer(),
         )
         assert (Action.COMPACT in actions) == compact.fired
-        if compact.fired:
-            assert plain[-1] == compact
+        if compact.fired:  # the same compaction (manage measures it as the agent decided it)
+            assert (plain[-1].items, plain[-1].changes) == (compact.items, compact.changes)
 
 
 def test_the_policy_needs_the_goagent_profile() -> None:
@@ -577,7 +582,7 @@ def test_the_figures_a_profile_derives_are_its_own_whichever_profile_came_first(
     # each profile's limits are derived once and kept by profile: a second profile, equal in
     # all but one setting, gets its own (the first one's are not reused for it)
     wide = GoAgentProfile(context_window=100_000)
-    narrow = GoAgentProfile(context_window=40_000, keep_recent_tokens=30_000)
+    narrow = GoAgentProfile(compactor="in_memory", context_window=40_000, keep_recent_tokens=30_000)
     for profile in (wide, narrow, PROFILE, wide):
         limits = _limits(profile)
         assert limits == (
@@ -592,3 +597,130 @@ def test_the_figures_a_profile_derives_are_its_own_whichever_profile_came_first(
     items = [user("u", 30_000), assistant("a", 1)]
     assert POLICY.compact(items, narrow, est, FakeSummarizer()).fired
     assert not POLICY.compact(items, wide, est, FakeSummarizer()).fired
+
+
+# -- the session compactor (json / RPC mode) -----------------------------------------------------
+
+
+def answered(mid: str, tokens: int, usage: int) -> ContextItem:
+    """An assistant response with the provider's figure for it."""
+    item = assistant(mid, tokens)
+    return ContextItem(item.message, item.tokens, reported=usage)
+
+
+def test_the_session_compactor_cuts_at_a_user_message_after_the_first() -> None:
+    items = [
+        user("u1", 20),
+        answered("a1", 10, 3_000),
+        tool("t1", 2_500),
+        user("u2", 20),
+        answered("a2", 10, 6_000),
+        tool("t2", 2_500),
+        answered("a3", 10, 8_520),
+        tool("t3", 2_500),
+    ]
+    result = POLICY.compact(items, SESSION, est, FakeSummarizer("gist"), force=True)
+    # the newest 4,000 (keep-recent, half the 8,000 limit) end at t2; back to u2
+    assert [i.id for i in result.items] == ["goagent:summary:5:t1", "u2", "a2", "t2", "a3", "t3"]
+    assert result.items[0].message.text == (
+        "The conversation history before this point was compacted into the following summary:"
+        "\n\n<summary>\ngist\n</summary>"
+    )
+    assert result.details["old_messages"] == 3 and result.details["recent_messages"] == 5
+    # the part after this compaction starts after the messages it kept: no user message there
+    again = POLICY.compact(
+        [*result.items, answered("a4", 10, 9_000), tool("t4", 5_000)],
+        SESSION,
+        est,
+        FakeSummarizer(),
+        force=True,
+    )
+    assert not again.fired and again.reason == "compaction failed: nothing to compact"
+    assert (
+        POLICY.compact(result.items, SESSION, est, FakeSummarizer(), force=True).reason
+        == "compaction failed: already compacted"
+    )
+
+
+def test_nothing_to_compact_when_the_only_user_message_comes_first() -> None:
+    items = [user("u1", 20), answered("a1", 10, 5_000), tool("t1", 5_000)]
+    (result,) = POLICY.manage(items, SESSION, est, FakeSummarizer())
+    # decided at the turn's end (5,000 + 5,000 ≥ 8,000), and the compactor failed: a decision
+    assert result.fired and result.details["failed"] and result.items == items
+    assert result.details["error"] == "nothing to compact"
+    assert (result.tokens_before, result.tokens_after) == (10_000, 10_000)
+    assert result.reason == "estimated 10,000 ≥ limit 8,000: compaction failed: nothing to compact"
+
+
+def test_a_compaction_decided_during_a_prompt_takes_effect_from_the_next() -> None:
+    body = [
+        user("u1", 20),
+        answered("a1", 10, 3_000),
+        tool("t1", 3_000),
+        user("u2", 20),
+        answered("a2", 10, 6_100),
+        tool("t2", 4_000),
+    ]
+    (during,) = POLICY.manage(body, SESSION, est, FakeSummarizer())
+    assert during.details["takes_effect"] == "next_prompt"
+    # the agent's figure (6,100 + 4,000), and what the compaction takes off it
+    assert during.tokens_before == 10_100
+    assert during.tokens_before - during.tokens_after == during.tokens_saved
+    # a request after a new prompt: the decision was made before the prompt came in; the
+    # compaction applies now and the prompt follows the kept messages
+    ended = [*body[:-1], answered("a2", 10, 10_100), user("u3", 20)]
+    (at_start,) = POLICY.manage(ended, SESSION, est, FakeSummarizer())
+    assert "takes_effect" not in at_start.details
+    assert at_start.details["context_tokens"] == 10_100  # u3 is not counted
+    assert [i.id for i in at_start.items][-1] == "u3"
+
+
+def test_the_agents_figure_is_the_last_response_and_what_follows_it() -> None:
+    items = [user("u", 50), answered("a1", 10, 4_000), tool("t", 3_000), user("u2", 50)]
+    figure = context_tokens(items)
+    assert figure == (4_000 + 3_000 + 50, "reported", "a1")
+    below = POLICY.manage([*items[:3], tool("t2", 999)], SESSION, est, FakeSummarizer())
+    assert below == []  # 4,000 + 3,000 + 999 < 8,000
+    # on a context list, a context without any response figure is not searched again
+    plain = ContextList([user(f"u{i}", 10) for i in range(5)])
+    assert POLICY.manage(plain, SESSION, est, FakeSummarizer()) == []
+    plain.append(tool("big", 9_000))
+    (fired,) = POLICY.manage(plain, SESSION, est, FakeSummarizer())
+    assert fired.details["tokens_origin"] == "estimated"
+
+
+# -- outputs the agent already cut ---------------------------------------------------------------
+
+
+def recorded_output(text: str, limits: GoAgentProfile) -> ContextItem:
+    limited = limit_tool_output(text, limits)
+    assert limited is not None
+    return tool("t", text=limited.text)
+
+
+def test_an_output_the_agent_cut_is_not_cut_again() -> None:
+    whole = "\n".join(f"line {i:04d} " + "x" * 40 for i in range(1_000))  # 50,999 bytes
+    recorded = recorded_output(whole, GoAgentProfile(tool_output_max_bytes=16_384))
+    same = POLICY.admit(recorded, [], GoAgentProfile(tool_output_max_bytes=16_384), est)
+    assert same is not None and same.fired
+    assert same.items[0].message.text == recorded.message.text
+    assert same.tokens_before == -(-50_999 // 4)  # the whole output, from the notice
+    tighter = POLICY.admit(recorded, [], GoAgentProfile(tool_output_max_bytes=4_096), est)
+    assert tighter is not None and tighter.fired
+    assert "showing" in tighter.items[0].message.text
+    assert "4.0KB/49.8KB bytes" in tighter.items[0].message.text
+    wider = POLICY.admit(recorded, [], GoAgentProfile(tool_output_max_bytes=32_768), est)
+    assert wider is not None and wider.fired and "keep about 32,768" in wider.reason
+    assert 32_768 <= len(wider.items[0].message.text) < 32_768 + 200
+    whole_kept = POLICY.admit(recorded, [], GoAgentProfile(), est)  # 50 KiB: not cut
+    assert whole_kept is not None and not whole_kept.fired and whole_kept.details["restored"]
+    assert whole_kept.items[0].tokens == -(-50_999 // 4)
+
+
+def test_a_head_and_tail_cut_keeps_its_marker_line() -> None:
+    whole = "\n".join(f"row {i}" for i in range(1_000))
+    limits = GoAgentProfile(tool_output_max_lines=300)
+    recorded = recorded_output(whole, limits)
+    assert "... [truncated 700 lines] ..." in recorded.message.text
+    result = POLICY.admit(recorded, [], limits, est)
+    assert result is not None and result.items[0].message.text == recorded.message.text

@@ -11,6 +11,7 @@ import pytest
 
 from inspector.config import build_profile
 from inspector.core.model import (
+    TRIGGER_NOT_RECORDED,
     Compacted,
     ContextMeasured,
     ContextReset,
@@ -45,6 +46,7 @@ from inspector.core.policies.base import (
 )
 from inspector.core.profiles import PROFILE_NAMES, GenericProfile, Profile, make_profile
 from inspector.core.replay import (
+    FAILED_HERE,
     Decision,
     ReplayResult,
     Situation,
@@ -487,7 +489,7 @@ def test_a_failed_compaction_is_a_decision_and_the_context_stays() -> None:
     )
     assert result.agreement == 1.0
     (decision,) = result.decisions
-    assert decision.tokens_after is None and "summary failed in the recording" in decision.detail
+    assert decision.tokens_after is None and "failed in the recording" in decision.detail
     # the context was kept: every step as recorded
     assert [s.tokens for s in result.steps] == [s.tokens for s in session.steps]
 
@@ -661,3 +663,225 @@ def test_a_decision_after_the_last_request_is_said_so_not_counted() -> None:
     ((late, why),) = result.undetermined
     assert (late.step, late.kind) == (2, "final_turn")
     assert "after the recording's last request" in why
+
+
+# -- what a recording knows better than a replay ---------------------------------------------
+
+
+@dataclass
+class CompactAt:
+    """Compacts to [system..., summary] before the requests in ``steps`` (counted by calls),
+    with ``details`` on each result; ``compact`` (the recovery path) does the same."""
+
+    steps: tuple[int, ...]
+    details: dict[str, object]
+    name: str = "compact-at"
+    calls: int = 0
+    recovers: bool = False  # compacts after a refused request
+    adopts_recorded_compaction: bool = False
+    decides_after_each_turn: bool = False
+
+    def admit(self, item, items, profile, estimate):
+        return None
+
+    def after_request(self, items, profile, estimate, summarizer, *, figure, refused=None):
+        if not self.recovers or refused is None:
+            return []
+        size = refused.tokens if refused.tokens is not None else figure
+        result = self._result(items)
+        result.details["decided_on"] = size
+        result.reason = f"recovery: the provider refused the request ({size:,} tokens)"
+        return [result]
+
+    def undetermined(self, recorded: Decision, profile: Any, seen: Situation) -> str | None:
+        if recorded.detail.startswith(TRIGGER_NOT_RECORDED):
+            return "the recording does not say what caused it"
+        return None
+
+    def _result(self, items: Sequence[ContextItem]) -> PolicyResult:
+        kept = [i for i in items if i.message.role is Role.SYSTEM]
+        summary = ContextItem(summary_message("sum", "s" * 40), 10)
+        changes = [ItemChange(i.id, ItemStatus.SUMMARIZED, i.tokens, 0) for i in items]
+        return PolicyResult(
+            Action.COMPACT,
+            self.name,
+            True,
+            "compact",
+            [*kept, summary],
+            [*changes, ItemChange("sum", ItemStatus.ADDED, 0, 10)],
+            total(items),
+            total([*kept, summary]),
+            dict(self.details),
+        )
+
+    def manage(self, items, profile, estimate, summarizer):
+        self.calls += 1
+        return [self._result(items)] if self.calls in self.steps else []
+
+    def prune(self, items, profile, estimate, *, force=False):
+        return unchanged(Action.PRUNE, self.name, items, "no prune")
+
+    def compact(self, items, profile, estimate, summarizer, *, force=False):
+        return self._result(items)
+
+    def truncate(self, items, profile, estimate, *, force=False):
+        return unchanged(Action.TRUNCATE, self.name, items, "no truncate")
+
+
+def run_of(events: list[Event]) -> Session:
+    session = Session(estimator=chars4)
+    session.append(events)
+    return session
+
+
+def tool_steps(count: int, extra: dict[int, list[Event]] | None = None) -> list[Event]:
+    """System (10), a tool output of 100 before each request; ``extra`` before request n."""
+    events: list[Event] = [msg("sys", Role.SYSTEM, 10)]
+    for step in range(1, count + 1):
+        events.append(msg(f"t{step}", Role.TOOL, 100, MessageKind.TOOL_RESULT))
+        events += (extra or {}).get(step, [])
+        events.append(RequestSent())
+    return events
+
+
+def test_a_failed_attempt_is_a_decision_the_replay_follows() -> None:
+    failed = Compacted(trigger="auto", failed=True, error="nothing to compact")
+    session = run_of(tool_steps(5, {3: [failed]}))
+    assert [(d.step, d.failed) for d in recorded_decisions(session)] == [(3, True)]
+    result = replay(
+        session, profile(), estimate=chars4, summarizer=EchoSummarizer(), policy=CompactAt((3,), {})
+    )
+    assert result.agreement == 1.0 and result.disagreements == []
+    (decision,) = result.decisions
+    assert decision.failed and FAILED_HERE in decision.detail
+    assert decision.tokens_after is None
+    assert [s.tokens for s in result.steps] == [s.tokens for s in session.steps]  # nothing cut
+
+
+def test_where_both_compact_the_recording_is_taken_from_there() -> None:
+    recorded: list[Event] = [Compacted(trigger="auto", retained_ids=("t3",))]
+    session = run_of(tool_steps(5, {3: recorded}))
+    figures = [s.tokens for s in session.steps]
+    assert figures[2] == 10 + 100  # the system prompt and the kept output
+    policy = CompactAt((3,), {}, adopts_recorded_compaction=True)
+    result = replay(session, profile(), estimate=chars4, summarizer=EchoSummarizer(), policy=policy)
+    # the replay's own compaction would keep only its summary: the recording shows what the
+    # agent's compaction kept, and its figures are the replay's from there
+    assert [s.tokens for s in result.steps] == figures
+    (decision,) = result.decisions
+    assert decision.tokens_after == figures[2] and "taken from here on" in decision.detail
+    # a policy that does not take it keeps its own result (only its summary is the recording's)
+    own = replay(
+        session, profile(), estimate=chars4, summarizer=EchoSummarizer(), policy=CompactAt((3,), {})
+    )
+    assert own.steps[2].tokens == 10 + 10
+
+
+def test_a_compaction_for_the_next_prompt_waits_for_it() -> None:
+    events = tool_steps(4)
+    events.insert(-1, msg("u2", Role.USER, 5))  # a new prompt before the last request
+    session = run_of(events)
+    policy = CompactAt((2,), {"takes_effect": "next_prompt"})
+    result = replay(session, profile(), estimate=chars4, summarizer=EchoSummarizer(), policy=policy)
+    tokens = [s.tokens for s in result.steps]
+    assert tokens[:3] == [110, 210, 310]  # the prompt in progress goes on with its list
+    assert tokens[3] == 10 + 10 + 100 + 100 + 5  # system, summary, the outputs since, prompt
+    assert result.decisions[0].tokens_after == tokens[3]
+
+
+class DigestOnce(CompactAt):
+    """Hides the oldest tool output and appends a digest of it, in the loop's list only."""
+
+    def _result(self, items: Sequence[ContextItem]) -> PolicyResult:
+        first = next(i for i in items if i.message.role is Role.TOOL)
+        hidden = ContextItem(first.message.model_copy(update={"visible": False}), 0, first.index)
+        digest = ContextItem(summary_message("digest", "d" * 20), 5)
+        new = [hidden if i is first else i for i in items] + [digest]
+        changes = [
+            ItemChange(first.id, ItemStatus.ARCHIVED, first.tokens, 0),
+            ItemChange("digest", ItemStatus.ADDED, 0, 5),
+        ]
+        return PolicyResult(
+            Action.PRUNE, self.name, True, "digest", new, changes, total(items), total(new),
+            dict(self.details),
+        )  # fmt: skip
+
+
+def test_what_the_loop_alone_had_is_gone_with_the_prompt() -> None:
+    events = tool_steps(3)
+    events.insert(-1, msg("u2", Role.USER, 5))
+    session = run_of(events)
+    policy = DigestOnce((2,), {"loop_only": True, "undetermined": "the files do not show it"})
+    result = replay(session, profile(), estimate=chars4, summarizer=EchoSummarizer(), policy=policy)
+    # 10 + 200 at request 2 less the hidden output, plus the digest; back with the prompt
+    assert [s.tokens for s in result.steps] == [110, 115, 315]
+    assert result.disagreements == [] and result.agreement == 1.0
+    assert [(d["step"], d["kind"], d["reason"]) for d in result.left_out] == [
+        (2, "prune", "the files do not show it")
+    ]
+
+
+def test_a_refused_request_is_followed_by_the_agents_recovery() -> None:
+    refusal = RequestRejected(reason="prompt is too long", tokens=400, limit=350)
+    recovered = Compacted(trigger="context_limit_recovery", retained_ids=())
+    events = [
+        *tool_steps(3),
+        refusal,
+        recovered,
+        msg("sum-rec", Role.USER, 10, MessageKind.SUMMARY),
+    ]
+    events.append(RequestSent())  # request 4: the retry
+    session = run_of(events)
+    policy = CompactAt((), {}, recovers=True)
+    result = replay(session, profile(), estimate=chars4, summarizer=EchoSummarizer(), policy=policy)
+    assert [(d.step, d.kind) for d in result.decisions] == [(4, "compaction")]
+    assert "the provider refused the request (400 tokens)" in result.decisions[0].detail
+    assert result.decisions[0].tokens_before == 400  # the provider's own figure
+    assert result.agreement == 1.0
+    # a replay whose request stays under the provider's limit is not refused: the provider
+    # counted 400 where the replay counts 310; a replay that compacted at request 2 sends
+    # 110 less, so 290 by the provider's count, under 350
+    smaller = CompactAt((2,), {}, recovers=True)
+    quiet = replay(session, profile(), estimate=chars4, summarizer=EchoSummarizer(), policy=smaller)
+    assert [(d.step, d.kind) for d in quiet.decisions] == [(2, "compaction")]
+    assert quiet.agreement == 0.0
+
+
+def test_a_compaction_of_unknown_cause_is_followed_not_compared() -> None:
+    unknown = Compacted(trigger=TRIGGER_NOT_RECORDED, retained_ids=("t3",))
+    session = run_of(tool_steps(5, {3: [unknown]}))
+    policy = CompactAt((), {}, adopts_recorded_compaction=True)
+    result = replay(session, profile(), estimate=chars4, summarizer=EchoSummarizer(), policy=policy)
+    assert result.agreement == 1.0 and result.disagreements == []
+    assert [s.tokens for s in result.steps] == [s.tokens for s in session.steps]
+    assert [(d.step, why) for d, why in result.undetermined] == [
+        (3, "the recording does not say what caused it")
+    ]
+
+
+def test_a_decision_after_the_last_request_is_replayed_where_the_recording_has_one() -> None:
+    failed = Compacted(trigger="auto", failed=True, error="nothing to compact")
+    events = [*tool_steps(2), msg("t3", Role.TOOL, 100, MessageKind.TOOL_RESULT), failed]
+    session = run_of(events)
+    # its third call: the build-up after the last request
+    policy = CompactAt((3,), {}, decides_after_each_turn=True)
+    result = replay(session, profile(), estimate=chars4, summarizer=EchoSummarizer(), policy=policy)
+    assert [(d.step, d.failed) for d in result.decisions] == [(3, True)]
+    assert result.agreement == 1.0 and len(result.steps) == 2
+
+
+def test_a_response_carries_the_replayed_figure_of_its_request() -> None:
+    events: list[Event] = [msg("sys", Role.SYSTEM, 10), msg("u", Role.USER, 90)]
+    events += [RequestSent(), UsageReported(usage=Usage(input=130, output=7, total=137))]
+    events += [msg("a", Role.ASSISTANT, 2), msg("t", Role.TOOL, 50, MessageKind.TOOL_RESULT)]
+    events.append(RequestSent())
+    session = run_of(events)
+    seen: list[int | None] = []
+
+    class Probe(CompactAt):
+        def manage(self, items, profile, estimate, summarizer):
+            seen.extend(i.reported for i in items if i.message.role is Role.ASSISTANT)
+            return []
+
+    replay(session, profile(), estimate=chars4, summarizer=EchoSummarizer(), policy=Probe((), {}))
+    assert seen == [137]  # the request's figure as replayed (130) and its output (7)

@@ -53,6 +53,9 @@ class ContextItem:
     message: Message
     tokens: int
     index: int | None = None  # the session's message index; None for items a policy created
+    # a model response: the provider's figure for the request it answered (its prompt and
+    # this output), as reported or, in a replay, as the replayed request would have had it
+    reported: int | None = None
 
     @property
     def id(self) -> str:
