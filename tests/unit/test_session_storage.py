@@ -96,7 +96,9 @@ def test_strings_of_few_values_are_kept_once() -> None:
     session = Session(pack_events=True)
     threads = ["".join(["ma", "in"]) for _ in range(3)]  # equal, distinct objects
     session.append([RequestSent(thread=t) for t in threads])
-    column = session._store._columns[0].values["thread"]
+    columns = session._store._columns[0]
+    assert columns is not None
+    column = columns.values["thread"]
     kept = [column[row] for row in range(len(column))]
     assert kept == ["main"] * 3
     assert len({id(t) for t in kept}) == 1
@@ -289,9 +291,9 @@ def test_bodies_read_from_several_threads_come_back_whole() -> None:
 
 
 def test_a_column_of_one_value_turns_into_a_list_when_another_comes() -> None:
-    from inspector.core.packed import _Values
+    from inspector.core.packed import ObjectColumn
 
-    column = _Values()
+    column = ObjectColumn()
     for value in (None, None, None):
         column.append(value)
     assert column._items is None and len(column) == 3 and column[2] is None
