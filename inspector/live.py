@@ -246,7 +246,7 @@ class LiveSource:
                 self.session.append([Marker(text=problem)])
             return []
         self._last_problem = None
-        self.session = _session_like(self.session)
+        self.session = self.session.sibling()
         self.session.append(events)
         self.reloads += 1
         return events
@@ -289,20 +289,6 @@ def _pick(snapshots: list[SnapshotSession], label: str | None, path: Path) -> Sn
     if not snapshots:
         return SnapshotSession(label="", events=[])
     return snapshots[-1]
-
-
-def _session_like(old: Session) -> Session:
-    """An empty session configured like ``old``, with the same sources."""
-    new = Session(
-        estimator=old.estimator,
-        counter=old.counter,
-        count_exact=old.count_exact,
-        body_reader=old.body_reader,
-        pack_events=old._store.pack,
-    )
-    for info in old.sources:
-        new.add_source(info.path, info.format)
-    return new
 
 
 def open_live(

@@ -19,7 +19,6 @@ from inspector.core.model import (
     GuardEvaluated,
     LogLine,
     Message,
-    MessageAdded,
     ParseIssue,
     Part,
     PartType,
@@ -165,11 +164,10 @@ def new_session(
     count_exact: bool,
     body_reader: Callable[[SourceSpan], Sequence[Message]] | None = None,
     tokenize: bool = True,
-    compact: bool = False,
 ) -> Session:
     """A session estimating with the profile's rule; with ``tokenize`` off, a rule that counts
     with a tokenizer falls back to characters / 4 (``stats --no-exact``: nothing is loaded).
-    ``compact``: the session is kept open (the dashboard): its events are packed."""
+    Its frequent events are packed (``core.packed``), whether it is kept open or read once."""
     estimator_counter = counter if tokenize else None
     session = Session(
         estimator=lambda message: profile.estimate(message, estimator_counter),
@@ -177,7 +175,7 @@ def new_session(
         count_exact=count_exact and counter.info.exact,
         body_reader=body_reader,
         estimate_chars=chars_estimate(profile, estimator_counter),
-        pack_events=compact,
+        pack_events=True,
     )
     session.tokenized = tokenize or session.count_exact
     return session
@@ -478,8 +476,9 @@ def _read_one(
     profile: Profile,
     count_exact: bool,
     tokenize: bool,
-) -> list[LoadedSession]:
-    """The sessions of one input file (``source``: where its bytes are; ``path`` names it)."""
+) -> Iterator[LoadedSession]:
+    """The sessions of one input file (``source``: where its bytes are; ``path`` names it),
+    one at a time (a file of a conversation per line holds as many as lines)."""
     if spec.snapshot is not None and (spec.parser is None or source.is_dir()):
         out = _open_snapshot(source, spec, profile, count_exact, tokenize)
     else:
@@ -492,20 +491,23 @@ def _read_one(
             name=stream.display_name(path),
         )
         out = _with_threads(loaded)
-    if source != path:
-        for loaded in out:
+    for loaded in out:
+        if source != path:
             loaded.path = path
             loaded.paths = [path]
-    return out
+        yield loaded
 
 
-def _with_threads(loaded: LoadedSession) -> list[LoadedSession]:
-    """The session and one per sub-thread; a main timeline left empty (every conversation
-    in its own thread, as in an evaluation output) is not listed."""
-    subs = split_threads(loaded)
-    if subs and not _has_main_content(loaded.session):
-        return subs
-    return [loaded, *subs]
+def _with_threads(loaded: LoadedSession) -> Iterator[LoadedSession]:
+    """The session and one per sub-thread, each made when reached; a main timeline left empty
+    (every conversation in its own thread, as in an evaluation output) is not listed."""
+    subs = iter_threads(loaded)
+    first = next(subs, None)
+    if first is None or _has_main_content(loaded.session):
+        yield loaded
+    if first is not None:
+        yield first
+        yield from subs
 
 
 def _has_main_content(session: Session) -> bool:
@@ -517,14 +519,13 @@ def _has_main_content(session: Session) -> bool:
 
 def _open_snapshot(
     path: Path, spec: FormatSpec, profile: Profile, count_exact: bool, tokenize: bool = True
-) -> list[LoadedSession]:
+) -> Iterator[LoadedSession]:
     assert spec.snapshot is not None
     counter = counter_for(profile)
     try:
         snapshots = spec.snapshot(path)
     except OSError as exc:
         raise InputError("cannot read input", f"{path}: {exc.strerror or exc}") from None
-    out = []
     for snap in snapshots:
         session = new_session(profile, counter, count_exact=count_exact, tokenize=tokenize)
         session.add_source(str(path), spec.name)
@@ -532,58 +533,29 @@ def _open_snapshot(
         loaded = LoadedSession(
             session, path, spec, profile, counter, None, label=snap.label, paths=[path]
         )
-        out.extend(_with_threads(loaded))
-    return out
+        yield from _with_threads(loaded)
 
 
 def split_threads(loaded: LoadedSession) -> list[LoadedSession]:
     """A session per sub-agent or sidechain thread, each as its own timeline."""
-    session = loaded.session
-    threads = [t for t in session.table.threads if t != MAIN_THREAD]
-    out = []
-    for thread in threads:
-        events = [_rethread(e) for e in _thread_events(session, thread)]
-        sub = new_session(
-            loaded.profile,
-            loaded.counter,
-            count_exact=session.count_exact,
-            tokenize=session.tokenized,
-            body_reader=session.body_reader,
-        )
-        for source in session.sources:
-            sub.add_source(source.path, source.format)
-        sub.append(events)
+    return list(iter_threads(loaded))
+
+
+def iter_threads(loaded: LoadedSession) -> Iterator[LoadedSession]:
+    """``split_threads``, each session made when the iteration reaches it."""
+    for thread, sub in loaded.session.thread_sessions():
         sub.info["parent"] = loaded.name
         sub.info["thread"] = thread
-        out.append(
-            LoadedSession(
-                sub,
-                loaded.path,
-                loaded.format,
-                loaded.profile,
-                loaded.counter,
-                loaded.parser,
-                label=thread,
-                paths=loaded.paths,
-            )
+        yield LoadedSession(
+            sub,
+            loaded.path,
+            loaded.format,
+            loaded.profile,
+            loaded.counter,
+            loaded.parser,
+            label=thread,
+            paths=loaded.paths,
         )
-    return out
-
-
-def _thread_events(session: Session, thread: str) -> Iterable[Event]:
-    for event in session.events():
-        if isinstance(event, MessageAdded):
-            if event.message.thread == thread:
-                yield event
-        elif getattr(event, "thread", None) == thread:
-            yield event
-
-
-def _rethread(event: Event) -> Event:
-    if isinstance(event, MessageAdded):
-        message = event.message.model_copy(update={"thread": MAIN_THREAD})
-        return event.model_copy(update={"message": message})
-    return event.model_copy(update={"thread": MAIN_THREAD})
 
 
 def merge_streams(

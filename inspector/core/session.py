@@ -48,11 +48,23 @@ from inspector.core.model import (
     Usage,
     UsageReported,
 )
-from inspector.core.packed import EventStore, make_span
+from inspector.core.packed import (
+    ENTRY_CLASSES,
+    EventStore,
+    LogEntry,
+    ObjectColumn,
+    RequestEntry,
+    UsageEntry,
+    make_span,
+    updated,
+    widened,
+)
 
 MAIN_THREAD = "main"
 PRUNED_MARKER = "[Old tool result content cleared]"
 BODY_CACHE_SIZE = 4096
+_PACK_THREAD_FROM = 64  # events of a thread from which its session packs them
+_TO_MAIN = {"thread": MAIN_THREAD}
 
 _ROLES = list(Role)
 _KINDS = list(MessageKind)
@@ -87,9 +99,12 @@ _PLAIN: frozenset[type] = frozenset(
         FinalTurnForced,
         DebugTopic,
         Marker,
+        *ENTRY_CLASSES,
     }
 )
-_INERT: frozenset[type] = frozenset({LogLine, ParseIssue, SessionInfo, Marker, DebugTopic})
+_INERT: frozenset[type] = frozenset(
+    {LogLine, LogEntry, ParseIssue, SessionInfo, Marker, DebugTopic}
+)
 _QUIET_GAP = 64  # at most this many inert events between a request and its answer
 
 
@@ -120,6 +135,20 @@ def _flag(value: int) -> Flag:
 
 
 _span = make_span  # a span from the table's own columns
+# the columns a message taken from another session keeps as they are (``Session._take_rows``)
+_TAKEN = (
+    "role",
+    "kind",
+    "chars",
+    "estimate",
+    "exact",
+    "reported",
+    "source",
+    "offset",
+    "length",
+    "line",
+)
+EventEntry = RequestEntry | UsageEntry | LogEntry  # events given by their fields (``core.packed``)
 
 
 class _Live:
@@ -134,7 +163,7 @@ class _Live:
 
     def reserve(self, size: int) -> None:
         if size > len(self.bits):
-            self.bits.extend(bytes(max(size - len(self.bits), len(self.bits), 1024)))
+            self.bits.extend(bytes(max(size - len(self.bits), len(self.bits), 16)))
 
     def add(self, index: int) -> None:
         self.reserve(index + 1)
@@ -326,6 +355,17 @@ class StepState:
 _NONE = -(2**63)  # "no figure" in the step columns
 
 
+class StepFigures(NamedTuple):
+    """A step's figures (``Session.step_figures``)."""
+
+    step: int
+    tokens: int  # ``StepState.tokens``
+    peak: int  # ``StepState.peak``
+    # False for the anchored figure (the last reported one plus an estimate since) of a request
+    # that was not sent or that the provider refused: no size that was sent or reported
+    sent: bool
+
+
 def _int64(tokens: int) -> int:
     """A figure from the input as a 64-bit column holds it (no real figure is larger)."""
     return max(-(2**63) + 1, min(tokens, 2**63 - 1))
@@ -345,12 +385,12 @@ class StepTable(Sequence[StepState]):
         self.exact = array("q")
         self.reported = array("q")
         self.peak_reported = array("q")
-        self.label = array("B")
+        self.label = array("B")  # widened past 256 labels (they come from the input)
         self.labels: list[str] = []
         self._label_code: dict[str, int] = {}
         self.usage_row = array("i")  # the usage's row in the store's columns, -1 for none
         self._usage_given: dict[int, Usage] = {}  # usage of reports the store kept as given
-        self.guard: list[GuardEvaluated | None] = []
+        self.guard = ObjectColumn()  # GuardEvaluated or None, per step (mostly None)
         self.compactions = array("i")
         self.prunes = array("i")
         self.dropped = array("i")
@@ -369,6 +409,8 @@ class StepTable(Sequence[StepState]):
         if code is None:
             code = self._label_code[text] = len(self.labels)
             self.labels.append(text)
+            if code >= 1 << (8 * self.label.itemsize):
+                self.label = widened(self.label)
         return code
 
     def append(self, state: StepState) -> None:
@@ -484,6 +526,18 @@ class StepTable(Sequence[StepState]):
         peak = self.peak_reported[i]
         return tokens if peak == _NONE else max(peak, tokens)
 
+    def figures(self) -> Iterator[StepFigures]:
+        """The figures of every step, without making them."""
+        for i, (reported, peak, anchor, rejected) in enumerate(
+            zip(self.reported, self.peak_reported, self.anchor, self.rejected, strict=True)
+        ):
+            tokens = self.tokens(i)
+            # a refused request reported nothing: an anchored figure is no size that was sent
+            unsent = rejected and peak == _NONE and reported == _NONE and anchor != _NONE
+            yield StepFigures(
+                i + 1, tokens, tokens if peak == _NONE or peak < tokens else peak, not unsent
+            )
+
 
 @dataclass
 class SourceInfo:
@@ -516,18 +570,27 @@ class _Running:
 
 class StringColumn(Sequence[str]):
     """Strings kept end to end in one buffer, each made again when read (a million short ids as
-    ``str`` objects would cost ~60 MB; here they cost their UTF-8 bytes and eight more)."""
+    ``str`` objects would cost ~60 MB; here they cost their UTF-8 bytes and four more)."""
 
     def __init__(self) -> None:
         self._data = bytearray()
-        self._ends = array("q")
+        self._ends = array("i")  # widened past 2 GiB of text
 
     def __len__(self) -> int:
         return len(self._ends)
 
     def append(self, text: str) -> None:
         self._data += text.encode("utf-8", "surrogatepass")
-        self._ends.append(len(self._data))
+        try:
+            self._ends.append(len(self._data))
+        except OverflowError:
+            self._ends = widened(self._ends)
+            self._ends.append(len(self._data))
+
+    def truncate(self, count: int) -> None:
+        """Keep the first ``count`` strings."""
+        del self._data[self._ends[count - 1] if count else 0 :]
+        del self._ends[count:]
 
     def extend(self, texts: Iterable[str]) -> None:
         for text in texts:
@@ -557,7 +620,11 @@ class StringColumn(Sequence[str]):
 
 
 class MessageTable:
-    """Column storage for per-message records."""
+    """Column storage for per-message records. The columns in ``NARROW`` start narrow and are
+    widened (``widen``) when a number does not fit: a message of more than 2 GiB, more than
+    65,535 threads (a file of a conversation per line), 32,767 tool names."""
+
+    NARROW = ("thread", "tool", "chars", "length", "line")
 
     def __init__(self) -> None:
         self.ids = StringColumn()
@@ -566,8 +633,8 @@ class MessageTable:
         self.kind = array("b")
         self.flags = array("B")
         self.thread = array("H")
-        self.tool = array("i")
-        self.chars = array("q")
+        self.tool = array("h")  # -1: none
+        self.chars = array("i")
         self.estimate = array("i")
         self.exact = array("i")  # -1: unknown
         self.reported = array("i")  # -1: none
@@ -576,7 +643,7 @@ class MessageTable:
         self.event_index = array("i")
         self.source = array("h")  # -1: no span
         self.offset = array("q")
-        self.length = array("q")
+        self.length = array("i")
         self.line = array("i")
         self.threads: list[str] = []
         self._thread_code: dict[str, int] = {}
@@ -585,6 +652,25 @@ class MessageTable:
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def columns(self) -> dict[str, array[int]]:
+        """Every number column, by name."""
+        return {name: value for name, value in vars(self).items() if isinstance(value, array)}
+
+    def truncate(self, count: int) -> None:
+        """Keep the first ``count`` rows (undoes a row that did not fit)."""
+        self.ids.truncate(count)
+        for column in self.columns().values():
+            del column[count:]
+        self._index_of = None  # rebuilt when next asked for
+
+    def widen(self) -> None:
+        """Widen each narrow column one step (OverflowError when all are 64-bit already)."""
+        narrow = [name for name in self.NARROW if getattr(self, name).typecode != "q"]
+        if not narrow:
+            raise OverflowError("a number does not fit 64 bits")
+        for name in narrow:
+            setattr(self, name, widened(getattr(self, name)))
 
     @property
     def index_of(self) -> dict[str, int]:
@@ -654,8 +740,33 @@ class Session:
         self.info: dict[str, object] = {}
         self._run = _Running()
         self._open = StepState(step=1, first_event=0, last_event=-1)
-        self._marker_estimate = self.estimator(_marker_message())
+        self._marker_estimate_: int | None = None
         self._marker_exact: int | None = None
+
+    def sibling(self, *, pack_events: bool | None = None) -> Session:
+        """An empty session configured like this one (estimates, counting, body reader, event
+        storage unless ``pack_events`` says otherwise), with the same sources."""
+        new = Session(
+            estimator=self.estimator,
+            counter=self.counter,
+            count_exact=self.count_exact,
+            body_reader=self.body_reader,
+            cache_size=self._cache_size,
+            estimate_chars=self.estimate_chars,
+            pack_events=self._store.pack if pack_events is None else pack_events,
+        )
+        new.tokenized = self.tokenized
+        new._marker_estimate_ = self._marker_estimate_
+        new.sources = [SourceInfo(info.path, info.format) for info in self.sources]
+        return new
+
+    @property
+    def _marker_estimate(self) -> int:
+        """The estimate of a pruned message's marker (made when first needed: a file of many
+        threads makes many sessions)."""
+        if self._marker_estimate_ is None:
+            self._marker_estimate_ = self.estimator(_marker_message())
+        return self._marker_estimate_
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -694,7 +805,11 @@ class Session:
     def events_of(self, *classes: type[Event]) -> Iterator[tuple[int, Event]]:
         """``(index, event)`` of the non-message events that are instances of ``classes``, in
         order, without walking the others."""
-        picked = [indices for kind, indices in self._of_type.items() if issubclass(kind, classes)]
+        picked = [
+            indices
+            for kind, indices in self._of_type.items()
+            if issubclass(ENTRY_CLASSES.get(kind, kind), classes)
+        ]
         if not picked:
             return iter(())
         if len(picked) == 1:
@@ -863,6 +978,15 @@ class Session:
             return self.live_state()
         return None
 
+    def step_figures(self) -> Iterator[StepFigures]:
+        """The figures of each of ``all_steps()``, without making them (a long session has
+        hundreds of thousands)."""
+        yield from self.steps.figures()
+        if self.open_step_shown():
+            state = self.live_state()
+            unsent = state.peak_reported is None and state.origin is Origin.ANCHORED
+            yield StepFigures(state.step, state.tokens, state.peak, not unsent)
+
     def all_steps(self) -> list[StepState]:
         """Closed steps, plus the open build-up step when it is shown (``open_step_shown``)."""
         if self.open_step_shown():
@@ -887,7 +1011,7 @@ class Session:
 
     def append(
         self,
-        events: Iterable[Event | MessageEntry],
+        events: Iterable[Event | MessageEntry | EventEntry],
         exact_counts: Sequence[int] | None = None,
     ) -> int:
         """Add a batch of events (or message entries) in order; returns how many were added.
@@ -896,6 +1020,16 @@ class Session:
         order (computed elsewhere, e.g. in a loading thread), so the session counts none itself.
         """
         batch = events if isinstance(events, list) else list(events)
+        return self._append(batch, exact_counts)
+
+    def _append(
+        self,
+        batch: Sequence[Event | MessageEntry | EventEntry | int],
+        exact_counts: Sequence[int] | None = None,
+        parent: Session | None = None,
+    ) -> int:
+        """``append``; an int in ``batch`` is the message of that index in ``parent``, taken
+        over with its columns (``thread_sessions``)."""
         first_message = len(self.table)
         next_message = first_message  # the table index of the batch's next message
         add_message = self._add_message
@@ -903,24 +1037,26 @@ class Session:
         store = stored.append
         keep = self._store.add
         first_object = len(self._store)
-        fresh: list[Event] = []  # the batch's other events, as given
+        fresh: list[Event | EventEntry] = []  # the batch's other events, as given
         note = self._non_message.append
         of_type = self._of_type
-        entries: list[MessageEntry] = []  # entries not yet in the table (added column-wise)
+        # messages not yet in the table (added column-wise): entries, or rows of ``parent``
+        entries: list[MessageEntry] = []
+        rows: list[int] = []
         entry_events: list[int] = []  # their event indices
         for event in batch:
             kind = type(event)
-            if kind is MessageEntry:
+            if kind is MessageEntry or kind is int:
+                if rows if kind is MessageEntry else entries:
+                    self._add_pending(entries, rows, entry_events, parent)
                 entry_events.append(len(stored))
                 store(next_message)
                 next_message += 1
-                entries.append(event)  # type: ignore[arg-type]
+                (entries if kind is MessageEntry else rows).append(event)  # type: ignore[arg-type]
                 continue
             if kind is MessageAdded or (kind not in _PLAIN and isinstance(event, MessageAdded)):
-                if entries:  # table rows stay in the order of their events
-                    self._add_entries(entries, entry_events)
-                    entries = []
-                    entry_events = []
+                if entry_events:  # table rows stay in the order of their events
+                    self._add_pending(entries, rows, entry_events, parent)
                 add_message(event)  # type: ignore[arg-type]
                 next_message += 1
                 continue
@@ -938,8 +1074,9 @@ class Session:
                     self.issues.append(index)
                 elif isinstance(event, SessionInfo):
                     self._note_info(event)
-        if entries:
-            self._add_entries(entries, entry_events)
+        if entry_events:
+            self._add_pending(entries, rows, entry_events, parent)
+        self._store.flush()
         if exact_counts is not None:
             exact = self.table.exact
             for offset, count in enumerate(exact_counts):
@@ -954,38 +1091,132 @@ class Session:
         t = self.table
         index = len(t)
         mid = message.id
-        t.ids.append(mid)
-        if t._index_of is not None:
-            t._index_of[mid] = index
-        t.role.append(_ROLE_CODE[message.role])
-        t.kind.append(_KIND_CODE[message.kind])
-        flags = _VISIBLE if message.visible else 0
-        span = event.span
-        if span is None or self.body_reader is None:
-            flags |= _INLINE
-            self._inline[index] = message
-        t.flags.append(flags)
-        thread = t._thread_code.get(message.thread)
-        t.thread.append(thread if thread is not None else t.intern_thread(message.thread))
-        t.tool.append(t.intern_tool(message.tool_name))
-        t.chars.append(len(message.text))
-        t.estimate.append(self.estimator(message))
-        t.exact.append(-1)
-        t.reported.append(_clamp(event.tokens) if event.tokens is not None else -1)
-        t.step_added.append(0)
-        t.step_removed.append(-1)
-        t.event_index.append(len(self._events))
-        if span is not None:
-            t.source.append(span.source)
-            t.offset.append(span.offset)
-            t.length.append(span.length)
-            t.line.append(span.line)
-        else:
-            t.source.append(-1)
-            t.offset.append(0)
-            t.length.append(0)
-            t.line.append(0)
+        try:
+            t.ids.append(mid)
+            if t._index_of is not None:
+                t._index_of[mid] = index
+            t.role.append(_ROLE_CODE[message.role])
+            t.kind.append(_KIND_CODE[message.kind])
+            flags = _VISIBLE if message.visible else 0
+            span = event.span
+            if span is None or self.body_reader is None:
+                flags |= _INLINE
+                self._inline[index] = message
+            t.flags.append(flags)
+            thread = t._thread_code.get(message.thread)
+            t.thread.append(thread if thread is not None else t.intern_thread(message.thread))
+            t.tool.append(t.intern_tool(message.tool_name))
+            t.chars.append(len(message.text))
+            t.estimate.append(self.estimator(message))
+            t.exact.append(-1)
+            t.reported.append(_clamp(event.tokens) if event.tokens is not None else -1)
+            t.step_added.append(0)
+            t.step_removed.append(-1)
+            t.event_index.append(len(self._events))
+            if span is not None:
+                t.source.append(span.source)
+                t.offset.append(span.offset)
+                t.length.append(span.length)
+                t.line.append(span.line)
+            else:
+                t.source.append(-1)
+                t.offset.append(0)
+                t.length.append(0)
+                t.line.append(0)
+        except OverflowError:  # a narrow column: widen it, then add the row again
+            t.truncate(index)
+            t.widen()
+            self._add_message(event)
+            return
         self._events.append(index)
+
+    def _add_pending(
+        self,
+        entries: list[MessageEntry],
+        rows: list[int],
+        event_index: list[int],
+        parent: Session | None,
+    ) -> None:
+        """Record the messages ``_append`` holds back (entries, or rows of ``parent``) and empty
+        the lists."""
+        if entries:
+            self._add_entries(entries, event_index)
+        else:
+            assert parent is not None
+            self._take_rows(parent, rows, event_index)
+        entries.clear()
+        rows.clear()
+        event_index.clear()
+
+    def _take_rows(self, parent: Session, rows: list[int], event_index: list[int]) -> None:
+        """Record messages ``rows`` of ``parent`` as messages of this session's main thread,
+        with their columns (estimates, exact counts, reported figures, spans), column by
+        column: no body is read. ``event_index``: where each one's event is."""
+        src = parent.table
+        t = self.table
+        first = len(t)
+        count = len(rows)
+        try:
+            t.ids.extend(map(src.ids.__getitem__, rows))
+            if t._index_of is not None:
+                t._index_of.update(zip(t.ids[first:], range(first, first + count), strict=True))
+            for name in _TAKEN:
+                getattr(t, name).fromlist(list(map(getattr(src, name).__getitem__, rows)))
+            flags = [bits & (_VISIBLE | _INLINE) for bits in map(src.flags.__getitem__, rows)]
+            t.flags.fromlist(flags)
+            t.thread.fromlist([t.intern_thread(MAIN_THREAD)] * count)
+            tools = [src.tool[row] for row in rows]
+            t.tool.fromlist([-1 if tool < 0 else t.intern_tool(src.tools[tool]) for tool in tools])
+            t.step_added.fromlist([0] * count)
+            t.step_removed.fromlist([-1] * count)
+            t.event_index.fromlist(event_index)
+        except OverflowError:  # a narrow column: widen it, then add the rows again
+            t.truncate(first)
+            t.widen()
+            self._take_rows(parent, rows, event_index)
+            return
+        for index, row, bits in zip(range(first, first + count), rows, flags, strict=True):
+            if bits & _INLINE:
+                message = parent._inline[row]
+                self._inline[index] = updated(message, _TO_MAIN)
+
+    def thread_sessions(self) -> Iterator[tuple[str, Session]]:
+        """A session per thread other than the main one (a sub-agent, a sidechain, each
+        conversation of a file that holds one per line), in the order the threads first have a
+        message, each with the thread's messages and events as its own main thread.
+
+        One pass over the events, then each session is made when the iteration reaches it. The
+        messages keep their columns (estimates, exact counts, spans): no body is read back."""
+        t = self.table
+        main = t._thread_code.get(MAIN_THREAD, -1)
+        if all(code == main for code in range(len(t.threads))):
+            return
+        code_of = t._thread_code
+        # each thread's events, as the codes of ``_events``
+        codes: list[array[int] | None] = [array("i") for _ in t.threads]
+        thread_of = t.thread
+        store = self._store
+        for code in self._events:
+            if code >= 0:
+                thread = thread_of[code]
+            else:
+                name = store.thread_of(-1 - code)
+                if name is None or name == MAIN_THREAD:
+                    continue
+                thread = code_of.get(name, main)
+            if thread != main:
+                codes[thread].append(code)  # type: ignore[union-attr]
+        get = store.get
+        for thread, name in enumerate(t.threads):
+            mine = codes[thread]
+            if thread == main or mine is None:
+                continue
+            codes[thread] = None  # let it go as soon as its session is made
+            # a short thread (a conversation of an evaluation output) keeps its few events as
+            # given: packing them would cost more time, and empty columns more memory
+            sub = self.sibling(pack_events=self._store.pack and len(mine) >= _PACK_THREAD_FROM)
+            sub._append([c if c >= 0 else _rethread(get(-1 - c)) for c in mine], parent=self)
+            yield name, sub
 
     def _add_entries(self, entries: list[MessageEntry], event_index: list[int]) -> None:
         """Record messages known by their columns (see ``MessageEntry``), column by column: the
@@ -1009,69 +1240,83 @@ class Session:
             lines,
             estimates,
         ) = zip(*entries, strict=True)
-        # ``fromlist`` sizes a column once (``extend`` from a sequence grows it value by value)
-        t.ids.extend(ids)
-        if t._index_of is not None:
-            t._index_of.update(zip(ids, range(first, first + count), strict=True))
-        t.role.fromlist(list(map(_ROLE_CODE.__getitem__, roles)))
-        t.kind.fromlist(list(map(_KIND_CODE.__getitem__, kinds)))
-        t.flags.fromlist([_VISIBLE if v else 0 for v in visible])
-        thread_code = t._thread_code
-        t.thread.fromlist(
-            [
-                code if (code := thread_code.get(name)) is not None else t.intern_thread(name)
-                for name in threads
-            ]
-        )
-        tool_code = t._tool_code
-        t.tool.fromlist(
-            [
-                -1
-                if name is None
-                else code
-                if (code := tool_code.get(name)) is not None
-                else t.intern_tool(name)
-                for name in tools
-            ]
-        )
-        t.chars.fromlist(list(chars))
         estimate_chars = self.estimate_chars
         from_bodies = False
-        if estimate_chars is not None:
-            t.estimate.fromlist(list(map(estimate_chars, chars)))
-        elif None not in estimates:
-            t.estimate.fromlist(list(estimates))
-        else:
-            t.estimate.extend(array("i", [0]) * count)  # filled below, from the bodies
-            from_bodies = True
-        t.exact.extend(array("i", [-1]) * count)
-        t.reported.fromlist([-1 if n is None else _clamp(n) for n in tokens])
-        t.step_added.extend(array("i", [0]) * count)
-        t.step_removed.extend(array("i", [-1]) * count)
-        t.event_index.fromlist(event_index)
-        t.source.fromlist(list(sources))
-        t.offset.fromlist(list(offsets))
-        t.length.fromlist(list(lengths))
-        t.line.fromlist(list(lines))
+        try:
+            # ``fromlist`` sizes a column once (``extend`` from a sequence grows it value by value)
+            t.ids.extend(ids)
+            if t._index_of is not None:
+                t._index_of.update(zip(ids, range(first, first + count), strict=True))
+            t.role.fromlist(list(map(_ROLE_CODE.__getitem__, roles)))
+            t.kind.fromlist(list(map(_KIND_CODE.__getitem__, kinds)))
+            t.flags.fromlist([_VISIBLE if v else 0 for v in visible])
+            thread_code = t._thread_code
+            t.thread.fromlist(
+                [
+                    code if (code := thread_code.get(name)) is not None else t.intern_thread(name)
+                    for name in threads
+                ]
+            )
+            tool_code = t._tool_code
+            t.tool.fromlist(
+                [
+                    -1
+                    if name is None
+                    else code
+                    if (code := tool_code.get(name)) is not None
+                    else t.intern_tool(name)
+                    for name in tools
+                ]
+            )
+            t.chars.fromlist(list(chars))
+            if estimate_chars is not None:
+                t.estimate.fromlist(list(map(estimate_chars, chars)))
+            elif None not in estimates:
+                t.estimate.fromlist(list(estimates))
+            else:
+                t.estimate.extend(array("i", [0]) * count)  # filled below, from the bodies
+                from_bodies = True
+            t.exact.extend(array("i", [-1]) * count)
+            t.reported.fromlist([-1 if n is None else _clamp(n) for n in tokens])
+            t.step_added.extend(array("i", [0]) * count)
+            t.step_removed.extend(array("i", [-1]) * count)
+            t.event_index.fromlist(event_index)
+            t.source.fromlist(list(sources))
+            t.offset.fromlist(list(offsets))
+            t.length.fromlist(list(lengths))
+            t.line.fromlist(list(lines))
+        except OverflowError:  # a narrow column: widen it, then add the rows again
+            t.truncate(first)
+            t.widen()
+            self._add_entries(entries, event_index)
+            return
         if from_bodies:  # the estimate needs the body
             for index in range(first, first + count):
                 t.estimate[index] = self.estimator(self.body(index))
 
-    def _count_new(self, start: int, batch: Sequence[Event | MessageEntry]) -> None:
+    def _count_new(
+        self, start: int, batch: Sequence[Event | MessageEntry | EventEntry | int]
+    ) -> None:
         assert self.counter is not None
         texts: list[str] = []
+        counted: list[int] = []  # the indices of ``texts``
         index = start
+        exact = self.table.exact
         for e in batch:
             if isinstance(e, MessageAdded):
                 texts.append(e.message.text)
-            elif type(e) is MessageEntry:
+            elif type(e) is MessageEntry or (type(e) is int and exact[index] < 0):
                 texts.append(self.body(index).text)
-            else:
+            elif type(e) is not int:
                 continue
+            else:  # a message taken over with its count
+                index += 1
+                continue
+            counted.append(index)
             index += 1
         counts = self.counter.count_batch(texts)
-        for offset, count in enumerate(counts):
-            self.table.exact[start + offset] = count + MESSAGE_OVERHEAD
+        for at, count in zip(counted, counts, strict=True):
+            exact[at] = count + MESSAGE_OVERHEAD
 
     def set_exact(self, counts: dict[int, int]) -> None:
         """Fill in exact counts (message index -> tokens) computed elsewhere, then re-derive."""
@@ -1099,7 +1344,9 @@ class Session:
             t.step_removed[i] = -1
         self._derive(0)
 
-    def _derive(self, start: int, fresh: Sequence[Event] = (), first_fresh: int = -1) -> None:
+    def _derive(
+        self, start: int, fresh: Sequence[Event | EventEntry] = (), first_fresh: int = -1
+    ) -> None:
         """Derive the state through the events from ``start`` on. ``fresh``: the non-message
         events just appended, as given (the store's from ``first_fresh`` on): none is made
         again."""
@@ -1157,40 +1404,23 @@ class Session:
         if end > start:
             self._open.last_event = end - 1
 
-    def _event(self, event: Event, index: int) -> None:
+    def _event(self, event: Event | EventEntry, index: int) -> None:
         """Derive the state after one event that is not a message."""
         run = self._run
+        if isinstance(event, RequestEntry):  # events given by their fields (``core.packed``)
+            if event.thread == MAIN_THREAD:
+                self._close_step(index)
+                run.compaction_request = event.compaction
+            return
+        if isinstance(event, UsageEntry):
+            self._usage_reported(event, index)
+            return
         if isinstance(event, RequestSent):
             if event.thread == MAIN_THREAD:
                 self._close_step(index)
                 run.compaction_request = event.compaction
         elif isinstance(event, UsageReported):
-            if event.thread == MAIN_THREAD and self.steps:
-                # usage answers the latest request: it belongs to that request's step
-                steps = self.steps
-                last = len(steps) - 1
-                row = self._store.usage_row(-1 - self._events[index])
-                prompt = event.usage.prompt_tokens
-                context = event.context_tokens
-                if context is not None:
-                    # the agent's own figure for its context once the request was answered:
-                    # it covers what the build-up holds so far (the answer among it)
-                    steps.set_usage(last, row, event.usage, context, event.context_label or "usage")
-                    self._answer_belongs_to_request(index)
-                    self._set_anchor(
-                        context,
-                        last + 1,
-                        run.estimated,
-                        run.exact if run.exact_unknown == 0 and run.live else None,
-                    )
-                    return
-                steps.set_usage(last, row, event.usage, prompt, "usage")
-                self._answer_belongs_to_request(index)
-                if prompt > 0:
-                    exact = steps.exact[last]
-                    self._set_anchor(
-                        prompt, last + 1, steps.estimated[last], None if exact == _NONE else exact
-                    )
+            self._usage_reported(event, index)
         elif isinstance(event, RequestRejected):
             if event.thread == MAIN_THREAD and self.steps:
                 # the refusal answers the latest request, like its usage would have
@@ -1257,6 +1487,49 @@ class Session:
             if event.projected_tokens is not None and event.thread == MAIN_THREAD:
                 # the figure that crossed is the step's peak, whatever enforcing left counted
                 self._measure(event.projected_tokens, "final turn", peak_only=True)
+
+    def _usage_reported(self, event: UsageReported | UsageEntry, index: int) -> None:
+        if event.thread != MAIN_THREAD or not self.steps:
+            return
+        # usage answers the latest request: it belongs to that request's step
+        run = self._run
+        steps = self.steps
+        last = len(steps) - 1
+        k = -1 - self._events[index]
+        row = self._store.usage_row(k)
+        if isinstance(event, UsageReported):
+            given: Usage | None = event.usage
+        elif row < 0:  # an entry the store could not pack: kept as its event
+            stored = self._store.get(k)
+            assert isinstance(stored, UsageReported)
+            given = stored.usage
+        else:
+            given = None
+        if given is not None:
+            prompt = given.prompt_tokens
+        else:
+            assert isinstance(event, UsageEntry)
+            prompt = event.prompt_tokens
+        context = event.context_tokens
+        if context is not None:
+            # the agent's own figure for its context once the request was answered: it
+            # covers what the build-up holds so far (the answer among it)
+            steps.set_usage(last, row, given, context, event.context_label or "usage")
+            self._answer_belongs_to_request(index)
+            self._set_anchor(
+                context,
+                last + 1,
+                run.estimated,
+                run.exact if run.exact_unknown == 0 and run.live else None,
+            )
+            return
+        steps.set_usage(last, row, given, prompt, "usage")
+        self._answer_belongs_to_request(index)
+        if prompt > 0:
+            exact = steps.exact[last]
+            self._set_anchor(
+                prompt, last + 1, steps.estimated[last], None if exact == _NONE else exact
+            )
 
     def _answer_belongs_to_request(self, index: int) -> None:
         """An answer to the latest request (its usage, its refusal) at the head of the next
@@ -1436,6 +1709,12 @@ _INT32_MAX = 2**31 - 1
 def _clamp(tokens: int) -> int:
     """A token figure from the input as the 32-bit columns hold it (no real figure is larger)."""
     return tokens if 0 <= tokens <= _INT32_MAX else (_INT32_MAX if tokens > 0 else -1)
+
+
+def _rethread(event: Event) -> Event:
+    """A non-message event of a thread as an event of the main thread."""
+    moved: Event = updated(event, _TO_MAIN)
+    return moved
 
 
 def _chars4(message: Message) -> int:

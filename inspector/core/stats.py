@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +23,7 @@ from inspector.core.model import (
 )
 from inspector.core.profiles import Profile
 from inspector.core.replay import REPLAY_TRIGGERS, ReplayResult
-from inspector.core.session import Flag, Session, StepState, kind_name, role_name
+from inspector.core.session import Flag, Session, kind_name, role_name
 from inspector.core.window import Zone
 
 ISSUES_LISTED = 50
@@ -68,9 +69,10 @@ def assumed_settings(profile: Profile) -> dict[str, object]:
 
 
 def summarize(session: Session, profile: Profile, facts: RunFacts) -> dict[str, Any]:
-    steps = session.all_steps()
+    # the steps are read as figures; only the few a key needs are made (``state_of``)
+    last = session.state_of(session.step_count())
     window = _window(session, profile)
-    peak_step, peak_tokens, peak_origin = _peak(steps)
+    peak_step, peak_tokens, peak_origin = _peak(session)
     return {
         "file": facts.path,
         "format": facts.format,
@@ -89,13 +91,13 @@ def summarize(session: Session, profile: Profile, facts: RunFacts) -> dict[str, 
         "peak_context_tokens": peak_tokens,
         "peak_context_source": peak_origin,
         "peak_step": peak_step,
-        "final_context_tokens": steps[-1].tokens if steps else 0,
-        "final_context_source": steps[-1].origin.value if steps else Origin.ESTIMATED.value,
-        "final_context_note": steps[-1].describe() if steps else "",
+        "final_context_tokens": last.tokens if last else 0,
+        "final_context_source": last.origin.value if last else Origin.ESTIMATED.value,
+        "final_context_note": last.describe() if last else "",
         "context_note": _context_note(session),
         "messages": _messages_by_role_and_kind(session),
-        "zone_crossings": _zone_crossings(steps, profile),
-        "compactions": _compactions(session, steps),
+        "zone_crossings": _zone_crossings(session, profile),
+        "compactions": _compactions(session),
         "prunes": _prunes(session),
         "final_turns": _final_turns(session),
         "rejected_requests": _rejected(session),
@@ -131,19 +133,16 @@ def _window_source(session: Session, profile: Profile, window: int) -> str:
     return f"profile {profile.name}, set by the user"
 
 
-def _peak(steps: list[StepState]) -> tuple[int | None, int, str]:
+def _peak(session: Session) -> tuple[int | None, int, str]:
     """The largest context. A live end whose figure is anchored (the last reported figure plus
     an estimate of what came after) is what the next request would be, never a size that was
     sent or reported: it does not count when the session has figures of its own. Nor does the
     anchored figure of a request the provider refused (nothing reported its size)."""
-    best: StepState | None = None
-    for state in steps:
-        # a refused request reported nothing: its anchored figure is no size that was sent
-        unsent = (state.request_event is None or state.rejected) and state.peak_reported is None
-        if unsent and state.origin is Origin.ANCHORED:
-            continue
-        if best is None or state.peak > best.peak:
-            best = state
+    best_step, best_peak = 0, 0
+    for figures in session.step_figures():
+        if figures.sent and (not best_step or figures.peak > best_peak):
+            best_step, best_peak = figures.step, figures.peak
+    best = session.state_of(best_step)
     if best is None:
         return None, 0, Origin.ESTIMATED.value
     origin = Origin.REPORTED if best.peak_reported is not None else best.origin
@@ -197,24 +196,18 @@ def _messages_by_role_and_kind(session: Session) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: (-r["tokens"], r["role"], r["kind"]))
 
 
-def _zone_crossings(steps: list[StepState], profile: Profile) -> list[dict[str, Any]]:
+def _zone_crossings(session: Session, profile: Profile) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     previous = Zone.SAFE
     zone_of = _zones(profile)
-    for state in steps:
-        tokens = state.tokens
-        peak = state.peak
+    for step, tokens, peak, _ in session.step_figures():
         zone = zone_of(peak)
         if zone != previous:
-            out.append(
-                {"step": state.step, "from": previous.value, "to": zone.value, "tokens": peak}
-            )
+            out.append({"step": step, "from": previous.value, "to": zone.value, "tokens": peak})
             previous = zone
         after = zone_of(tokens)
         if after != zone:
-            out.append(
-                {"step": state.step, "from": zone.value, "to": after.value, "tokens": tokens}
-            )
+            out.append({"step": step, "from": zone.value, "to": after.value, "tokens": tokens})
             previous = after
     return out
 
@@ -227,6 +220,22 @@ def _zones(profile: Profile) -> Callable[[int], Zone]:
     then overflow as the context grows), so where each begins is found once, by bisection over
     ``profile.zone``, and a figure's zone is two comparisons (``zone`` itself is costly per call).
     """
+    warning, overflow = _zone_starts(profile)
+
+    def zone(tokens: int) -> Zone:
+        if tokens >= overflow:
+            return Zone.OVERFLOW
+        if tokens >= warning:
+            return Zone.WARNING
+        return Zone.SAFE
+
+    return zone
+
+
+@functools.lru_cache(maxsize=32)
+def _zone_starts(profile: Profile) -> tuple[int, int]:
+    """The smallest figures in the warning and the overflow zones (once per profile: a file of
+    a conversation per line summarizes many sessions with one profile)."""
 
     def first(zones: tuple[Zone, ...]) -> int:
         """The smallest figure whose zone is one of ``zones`` (past the top: none is)."""
@@ -241,31 +250,20 @@ def _zones(profile: Profile) -> Callable[[int], Zone]:
                 lo = mid + 1
         return lo
 
-    overflow = first((Zone.OVERFLOW,))
-    warning = first((Zone.WARNING, Zone.OVERFLOW))
-
-    def zone(tokens: int) -> Zone:
-        if tokens >= overflow:
-            return Zone.OVERFLOW
-        if tokens >= warning:
-            return Zone.WARNING
-        return Zone.SAFE
-
-    return zone
+    return first((Zone.WARNING, Zone.OVERFLOW)), first((Zone.OVERFLOW,))
 
 
-def _compactions(session: Session, steps: list[StepState]) -> list[dict[str, Any]]:
-    by_step = {s.step: s for s in steps}
+def _compactions(session: Session) -> list[dict[str, Any]]:
     out = []
     for index, event in session.events_of(Compacted):
         assert isinstance(event, Compacted)
         step = session.step_at(index)
         before = event.tokens_before
         if before is None:
-            before = _context_before(by_step, step)
+            before = _context_before(session, step)
         after = event.tokens_after
         if after is None and not event.failed:
-            state = by_step.get(step)
+            state = session.state_of(step)
             # a figure anchored across the compaction is no measure of what it left
             if (
                 state is not None
@@ -289,10 +287,10 @@ def _compactions(session: Session, steps: list[StepState]) -> list[dict[str, Any
     return out
 
 
-def _context_before(by_step: dict[int, StepState], step: int) -> int | None:
+def _context_before(session: Session, step: int) -> int | None:
     """The context just before a compaction in ``step``'s build-up: the previous request's
     prompt plus its output when the provider reported them."""
-    previous = by_step.get(step - 1)
+    previous = session.state_of(step - 1)
     if previous is None:
         return None
     if previous.usage is not None:

@@ -37,7 +37,7 @@ import orjson
 from pydantic import BaseModel
 
 from inspector.core.model import Event, Message, MessageAdded, ParseIssue, SourceSpan
-from inspector.core.packed import build, make_span
+from inspector.core.packed import LogEntry, RequestEntry, UsageEntry, build, make_span
 from inspector.core.session import MessageEntry
 
 EXCERPT_CHARS = 120
@@ -96,7 +96,8 @@ def excerpt(data: bytes | str, limit: int = EXCERPT_CHARS) -> str:
     return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
 
 
-Item = Event | MessageEntry  # what ``feed_entries`` gives: events, and messages maybe as entries
+# what ``feed_entries`` gives: events, and messages (and frequent events) maybe as entries
+Item = Event | MessageEntry | RequestEntry | UsageEntry | LogEntry
 ScannedLine = tuple[int, int, Any]  # a line's offset, length and ``scan_line`` record
 
 

@@ -80,6 +80,7 @@ from inspector.core.model import (
     Usage,
     UsageReported,
 )
+from inspector.core.packed import LogEntry, RequestEntry, UsageEntry
 from inspector.core.session import MessageEntry
 from inspector.formats.base import EventSink, Item, LineParser, trusted
 from inspector.formats.chat_common import compact_json, kind_for, type_name
@@ -260,6 +261,8 @@ def _usage_event(
             "model": model,
             "request_id": request_id,
             "thread": thread,
+            "context_tokens": None,
+            "context_label": "",
         },
     )
 
@@ -277,6 +280,7 @@ def _request_event(
             "request_id": request_id,
             "thread": thread,
             "final_turn": False,
+            "compaction": False,
         },
     )
 
@@ -1282,23 +1286,33 @@ class ClaudeCodeParser(LineParser):
     ) -> None:
         """A response's line: the request when it is the response's first, else its usage when
         that changed."""
+        request, report = self._response_step(key, usage, thread)
+        if request:
+            out.append(_request_event(model, key, thread, ts, span))
+        if report:
+            assert usage is not None
+            out.append(_usage_event(usage, model, key, thread, ts, span))
+
+    def _response_step(
+        self, key: str | None, usage: tuple[int, int, int, int] | None, thread: str
+    ) -> tuple[bool, bool]:
+        """Whether a response's line is a request, and whether it reports a usage (see
+        ``_response_of``)."""
         current = self._open.get(thread)
         if key is not None and current is not None and current[0] == key:
             if usage is not None and usage != current[1]:
                 self._open[thread] = (key, usage)
-                out.append(_usage_event(usage, model, key, thread, ts, span))
-            return
+                return False, True
+            return False, False
         if key is not None:
             if key in self._responses:
-                return  # a late line of an earlier response: no new request
+                return False, False  # a late line of an earlier response: no new request
             self._responses.add(key)
         self._open[thread] = (key, usage)
         if thread == "main":
             self._segment = {self._last_node} if self._last_node >= 0 else set()
             self._refused = False
-        out.append(_request_event(model, key, thread, ts, span))
-        if usage is not None:
-            out.append(_usage_event(usage, model, key, thread, ts, span))
+        return True, usage is not None
 
     def _assistant_parts(self, content: Any, main: bool) -> list[Part]:
         if isinstance(content, str):
@@ -1669,7 +1683,8 @@ class ClaudeCodeParser(LineParser):
             return False
         tag = record[0]
         if tag == _LOG:
-            out.append(_log(self._shared(record[1]), self._shared(record[2]), record[3], span))
+            text, kind = self._shared(record[1]), self._shared(record[2])
+            out.append(_log_entry(text, kind, record[3], span))
             return True
         if record[1] and not self._subagent_file:
             return False  # a sidechain: its thread is decided by the full reader
@@ -1679,7 +1694,7 @@ class ClaudeCodeParser(LineParser):
         if tag == _SYSTEM:
             if uuid is not None:
                 self._enter_node(uuid, parent, False, False, span, out)
-            out.append(_log(record[5], "system", ts, span, record[6]))
+            out.append(_log_entry(record[5], "system", ts, span, record[6]))
             return True
         mid = self._id_of(uuid, span.line)
         if tag == _USER and self._pending_link:
@@ -1693,7 +1708,7 @@ class ClaudeCodeParser(LineParser):
             if not synthetic:
                 if model is not None and model != self._model:
                     self._model_info(model, span, out)
-                self._response_of(key, usage, model, "main", span, ts, out)
+                self._response_entries(key, usage, model, span, ts, out)
             names = self._tool_names
             shared = self._shared
             for call_id, name in calls:
@@ -1725,7 +1740,7 @@ class ClaudeCodeParser(LineParser):
             rough = record[7]
             if chars is None:
                 text = self._shared(f"attachment {record[6] or '?'}")
-                out.append(_log(text, "attachment", ts, span))
+                out.append(_log_entry(text, "attachment", ts, span))
                 return True
             role = Role.USER
             message_kind = MessageKind.ATTACHMENT
@@ -1754,6 +1769,34 @@ class ClaudeCodeParser(LineParser):
             )
         )
         return True
+
+    def _response_entries(
+        self,
+        key: str | None,
+        usage: tuple[int, int, int, int] | None,
+        model: str | None,
+        span: SourceSpan,
+        ts: str | None,
+        out: list[Item],
+    ) -> None:
+        """``_response_of`` in the main thread, its events as entries (``core.packed``)."""
+        request, report = self._response_step(key, usage, "main")
+        where = (span.source, span.offset, span.length, span.line)
+        if request:
+            out.append(_entry(RequestEntry, (ts, *where, model, key, "main", False, False)))
+        if report:
+            assert usage is not None
+            counts = (usage[0], usage[2], usage[1], usage[3], 0, None, False)
+            out.append(_entry(UsageEntry, (ts, *where, *counts, model, key, "main", None, "")))
+
+
+def _log_entry(
+    text: str, tag: str, ts: str | None, span: SourceSpan, level: str | None = None
+) -> LogEntry:
+    """``_log`` as an entry (``core.packed``)."""
+    where = (span.source, span.offset, span.length, span.line)
+    entry: LogEntry = _entry(LogEntry, (ts, *where, text, level, tag))
+    return entry
 
 
 def _refusal(obj: dict[str, Any]) -> tuple[str, int | None, int | None] | None:

@@ -176,7 +176,6 @@ class InspectorApp(App[None]):
             count_exact=False,
             body_reader=read_back,
             tokenize=False,
-            compact=True,
         )
         session.add_source(display_name(path), spec.name)
         loaded = LoadedSession(session, path, spec, profile, counter, parser, paths=[path])

@@ -142,7 +142,7 @@ def test_a_snapshot_input_gives_one_session_per_stored_session(tmp_path: Path) -
         sniff=lambda head: 0.0,
         snapshot=snapshot,
     )
-    opened = _open_snapshot(tmp_path / "x.db", spec, build_profile("guide"), False)
+    opened = list(_open_snapshot(tmp_path / "x.db", spec, build_profile("guide"), False))
     assert [o.label for o in opened] == ["first", "second"]
     assert opened[0].session.steps[0].estimated == 40 // 4 + 1  # the guide's rule
     assert opened[1].session.steps[0].tokens == 500

@@ -23,6 +23,7 @@ from inspector.core.model import (
     Usage,
     UsageReported,
 )
+from inspector.core.packed import LogEntry, RequestEntry, UsageEntry, entry_event, updated
 from inspector.core.session import Session, _Live
 
 
@@ -96,7 +97,9 @@ def test_strings_of_few_values_are_kept_once() -> None:
     session = Session(pack_events=True)
     threads = ["".join(["ma", "in"]) for _ in range(3)]  # equal, distinct objects
     session.append([RequestSent(thread=t) for t in threads])
-    column = session._store._columns[0].values["thread"]
+    columns = session._store._columns[0]
+    assert columns is not None
+    column = columns.values["thread"]
     kept = [column[row] for row in range(len(column))]
     assert kept == ["main"] * 3
     assert len({id(t) for t in kept}) == 1
@@ -289,9 +292,9 @@ def test_bodies_read_from_several_threads_come_back_whole() -> None:
 
 
 def test_a_column_of_one_value_turns_into_a_list_when_another_comes() -> None:
-    from inspector.core.packed import _Values
+    from inspector.core.packed import ObjectColumn
 
-    column = _Values()
+    column = ObjectColumn()
     for value in (None, None, None):
         column.append(value)
     assert column._items is None and len(column) == 3 and column[2] is None
@@ -337,3 +340,84 @@ def test_a_steps_figures_read_from_the_columns_equal_the_step_made() -> None:
     assert [steps.tokens(i) for i in range(len(steps))] == [s.tokens for s in steps]
     assert [steps.peak(i) for i in range(len(steps))] == [s.peak for s in steps]
     assert steps.peak(4) == 999 > steps.tokens(4)
+
+
+def test_step_figures_are_the_figures_of_the_steps_made() -> None:
+    session = _grown_session()
+    made = session.all_steps()
+    figures = list(session.step_figures())
+    assert [(f.step, f.tokens, f.peak) for f in figures] == [
+        (s.step, s.tokens, s.peak) for s in made
+    ]
+    assert len(figures) == session.step_count() == 6  # the open build-up is a step too
+
+
+def _entries_and_events(n: int) -> tuple[list[Any], list[Any]]:
+    """The same requests, usage reports and log lines as entries and as events (every field
+    set, as a reader that builds them whole makes them)."""
+    entries: list[Any] = []
+    for i in range(n):
+        where = (0, 1000 * i, 77, i + 1)
+        entries.append(RequestEntry(f"t{i}", *where, "m", f"r{i}", "main", False, False))
+        entries.append(
+            UsageEntry(
+                None, *where, 100 * i, 7, 0, 5, 0, None, False, "m", f"r{i}", "main", None, ""
+            )
+        )
+        entries.append(LogEntry(f"t{i}", *where, f"progress {i % 3}", None, "progress"))
+    return entries, [entry_event(entry) for entry in entries]
+
+
+def test_entries_are_kept_as_the_events_they_stand_for() -> None:
+    entries, events = _entries_and_events(40)
+    for event in events:  # what a reader would have built, validated
+        assert event == type(event).model_validate(event.model_dump())
+        assert event.model_fields_set == set(type(event).model_fields)
+    session = Session()  # entries are packed even where events are kept as given
+    session.append([_message("u0"), *entries])
+    plain = Session()
+    plain.append([_message("u0"), *events])
+    back = [session.event(i) for i in range(1, len(session))]
+    assert back == events
+    assert [b.model_fields_set for b in back] == [e.model_fields_set for e in events]
+    assert session.all_steps() == plain.all_steps()
+    assert list(session.events_of(LogLine)) == list(plain.events_of(LogLine))
+
+
+def test_an_entry_that_does_not_fit_is_kept_as_its_event() -> None:
+    entries, events = _entries_and_events(20)
+    huge = UsageEntry(None, 0, 5, 7, 9, 2**70, 0, 0, 1, 0, None, False, "m", None, "main", None, "")
+    session = Session()
+    session.append([*entries, huge, *entries])
+    store = session._store
+    assert not store.packed(len(entries))
+    assert session.event(len(entries)) == entry_event(huge)
+    assert [session.event(i) for i in range(len(entries))] == events
+    assert [session.event(len(entries) + 1 + i) for i in range(len(entries))] == events
+
+
+def test_a_batch_is_packed_at_once_or_event_by_event_alike() -> None:
+    events: list[Any] = []
+    for n in range(60):
+        span = _span(n) if n % 7 else None
+        events.append(RequestSent(request_id=f"r{n}", span=span, model="m" if n % 3 else None))
+        usage = Usage(input=n, output=1, total=None if n % 2 else n + 1)
+        events.append(UsageReported(usage=usage, span=span, thread="main" if n % 5 else "t2"))
+    at_once, one_by_one = Session(pack_events=True), Session(pack_events=True)
+    at_once.append(events)
+    for event in events:
+        one_by_one.append([event])
+    assert [at_once.event(i) for i in range(len(events))] == events
+    assert [one_by_one.event(i) for i in range(len(events))] == events
+    assert all(at_once._store.packed(k) for k in range(len(events)))
+
+
+def test_updated_is_pydantic_model_copy() -> None:
+    for model in [*PLAIN, _message("u1").message]:
+        if "thread" not in type(model).model_fields:
+            continue
+        before = model.thread  # type: ignore[union-attr]
+        ours, theirs = updated(model, {"thread": "t9"}), model.model_copy(update={"thread": "t9"})
+        assert ours == theirs and repr(ours) == repr(theirs)
+        assert ours.model_fields_set == theirs.model_fields_set
+        assert model.thread == before  # type: ignore[union-attr]  # the original is untouched
