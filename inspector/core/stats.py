@@ -23,7 +23,7 @@ from inspector.core.model import (
 )
 from inspector.core.profiles import Profile
 from inspector.core.replay import REPLAY_TRIGGERS, ReplayResult
-from inspector.core.session import Flag, Session, kind_name, role_name
+from inspector.core.session import Flag, Session, StepState, kind_name, role_name
 from inspector.core.window import Zone
 
 ISSUES_LISTED = 50

@@ -217,6 +217,7 @@ def test_compaction_figures(corpus: Path, capsys: pytest.CaptureFixture[str]) ->
         "messages_before": 72,
         "messages_after": 2,
         "failed": False,
+        "error": None,
     }
     # the prune found nothing outside the two protected user turns: no prune
     assert data["prunes"] == []

@@ -331,7 +331,7 @@ def test_explain_names_the_figure_the_agent_compared(
     assert {i["limit_tokens"] for i in items} == {23616}
     assert all(i["reproduced"] for i in items)
     first = items[0]
-    assert "failed: failed to compact: nothing to compact" in first["reason"]
+    assert "failed (failed to compact: nothing to compact)" in first["reason"]
     # the smallest window that keeps 26,824 under the limit: 26,825 + 16,384 reserve
     window = next(a for a in first["avoid"] if a["setting"] == "context_window")
     assert (window["value"], window["confirmed"]) == (43209, True)
