@@ -26,6 +26,7 @@ import re
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import cast
 
 from inspector.core.model import (
     Event,
@@ -38,6 +39,7 @@ from inspector.core.model import (
     SessionInfo,
 )
 from inspector.core.policies.opencode import PARTS_NOT_SHOWN
+from inspector.formats.base import read_file
 from inspector.formats.opencode import (
     DB_SPEC,
     LOG_SPEC,
@@ -50,7 +52,6 @@ from inspector.formats.opencode import (
 )
 from inspector.formats.opencode_run import RUN_SPEC, OpenCodeRunParser
 from inspector.formats.registry import FormatSpec, Head, SnapshotSession, read_head, register
-from inspector.sources.reader import iter_chunks
 
 DB_NAME = "opencode.db"
 PRUNE_WINDOW_MS = 5_000  # a logged prune and the parts it marked
@@ -75,8 +76,8 @@ def _stream(
 ) -> list[Event]:
     parser = parser_type(0, str(path))
     events: list[Event] = []
-    for chunk in iter_chunks(path):
-        events.extend(parser.feed(chunk))
+    for batch in read_file(parser, path, parallel=False):
+        events.extend(cast(list[Event], batch))  # bodies read: events only
     events.extend(parser.finish())
     return events
 

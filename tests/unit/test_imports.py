@@ -1,48 +1,12 @@
-"""The core, the readers and the headless commands never load the terminal UI."""
+"""The tokenizer loads no encoding at import, and the headless stats path never loads the
+terminal UI (what is imported at run time; the static layers are import-linter's, see
+test_layers.py)."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
-
-import pytest
-
-
-def _loaded_after(code: str) -> set[str]:
-    script = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
-    out = subprocess.run(
-        [sys.executable, "-c", script], check=True, capture_output=True, text=True
-    ).stdout
-    return {name.split(".")[0] for name in json.loads(out.strip().splitlines()[-1])}
-
-
-@pytest.mark.parametrize(
-    "module",
-    [
-        "inspector.core.model",
-        "inspector.core.session",
-        "inspector.core.tokens",
-        "inspector.core.profiles",
-        "inspector.core.estimate",
-        "inspector.core.stats",
-        "inspector.formats.registry",
-        "inspector.sources.reader",
-        "inspector.sources.follow",
-        "inspector.live",
-        "inspector.commands",
-        "inspector.core.replay",
-        "inspector.core.explain",
-        "inspector.loader",
-        "inspector.safe_text",
-    ],
-)
-def test_core_formats_and_sources_load_neither_textual_nor_rich(module: str) -> None:
-    loaded = _loaded_after(
-        f"import {module}\nimport inspector.formats.registry as r\nr.all_formats()"
-    )
-    assert "textual" not in loaded
-    assert "rich" not in loaded
 
 
 def test_importing_the_tokenizer_loads_no_encoding() -> None:
