@@ -368,11 +368,12 @@ def _emit(results: list[Any], as_json: bool, renderer: str, **options: Any) -> N
 
 def _profiles(args: argparse.Namespace) -> int:
     from inspector.config import build_profile
-    from inspector.core.profiles import PROFILE_NAMES
+    from inspector.core.profiles import profile_names
 
-    names = [args.profile] if args.profile else list(PROFILE_NAMES)
+    names = [args.profile] if args.profile else list(profile_names())
     rows = [build_profile(name, args.config, args.sets).settings() for name in names]
     _emit([rows], args.json, "render_profiles")
+    _warn_problems()
     return 0
 
 
@@ -389,7 +390,17 @@ def _formats(args: argparse.Namespace) -> int:
         for f in all_formats()
     ]
     _emit([rows], args.json, "render_formats")
+    _warn_problems()
     return 0
+
+
+def _warn_problems() -> None:
+    """A line on standard error for every plug-in (agent or reader) that failed to load."""
+    from inspector.formats.registry import problems
+
+    for name, problem in problems().items():
+        line = f"ctx-inspect: warning: {name}: {problem}"
+        print(visible(line, keep_layout=False), file=sys.stderr)
 
 
 def _open(args: argparse.Namespace) -> int:

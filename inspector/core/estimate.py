@@ -16,26 +16,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
-from typing import Protocol
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 
+from inspector.core import agents
 from inspector.core.model import Message, Part, PartType, Role
 
-ESTIMATORS: tuple[str, ...] = (
-    "baseagent",
-    "aiagent",
-    "goagent",
-    "fifth",
-    "opencode",
-    "guide",
-    "exact",
-    "chars4",
-    "codex",
-    "claude-code",
-)
-
-# Rules whose result changes when a real tokenizer is supplied.
-COUNTER_RULES: frozenset[str] = frozenset({"aiagent", "fifth", "exact"})
+GENERIC_RULES: tuple[str, ...] = ("exact", "chars4")  # every other rule is an agent's own
 
 BASEAGENT_IMAGE_TOKENS = 1000  # compaction.py: an image_url part counts ~1000 tokens
 BASEAGENT_MESSAGE_OVERHEAD = 4  # compaction.py: role overhead per message
@@ -50,85 +37,75 @@ CLAUDE_CODE_MEDIA_TOKENS = 2_000  # roughTokenCountEstimationForBlock: an image 
 _CONTENT_PARTS = frozenset({PartType.TEXT, PartType.TOOL_RESULT, PartType.ATTACHMENT})
 
 
-class Counter(Protocol):
-    """A tokenizer: the number of tokens in a text."""
-
-    def count(self, text: str) -> int: ...
+Counter = agents.Counter
 
 
 # --------------------------------------------------------------------------------------------
 # Public API
 
 
-def estimate_message(rule: str, message: Message, counter: Counter | None = None) -> int:
-    """The tokens ``rule``'s agent attributes to ``message``."""
-    if rule == "baseagent":
-        return _baseagent_message(message)
-    if rule == "aiagent":
-        tokens, size = _aiagent_parts(message, counter)
-        return max(tokens, _ceil_div(size, 4))
-    if rule == "goagent":
-        return _goagent_message(message)
-    if rule == "fifth":
-        return _fifth_text(message.text, counter)
-    if rule == "opencode":
-        return sum(_opencode_text(text) for text in _opencode_payloads(message))
-    if rule == "guide":
-        return sum(_guide_text(text) for text in _content_texts(message))
-    if rule == "exact":
-        return _exact_text(message.text, counter) + EXACT_MESSAGE_OVERHEAD
-    if rule == "chars4":
-        return _ceil_div(len(message.text), 4)
-    if rule == "codex":
-        return _ceil_div(_codex_item_bytes(message), 4)
-    if rule == "claude-code":
-        return sum(claude_code_part(part) for part in message.parts)
-    raise _unknown(rule)
+@dataclass(frozen=True)
+class Rule:
+    """An agent's token arithmetic made of two functions: what it attributes to a message and
+    to a bare text; a list of messages is the sum of its messages unless ``list_tokens`` says
+    otherwise (an ``agents.Estimator``)."""
+
+    name: str
+    message_tokens: Callable[[Message, Counter | None], int]
+    text_tokens: Callable[[str, Counter | None], int]
+    uses_counter: bool = False  # a real tokenizer changes the result
+    list_tokens: Callable[[Iterable[Message], Counter | None], int] | None = None
+
+    def message(self, message: Message, counter: Counter | None) -> int:
+        return self.message_tokens(message, counter)
+
+    def text(self, text: str, counter: Counter | None) -> int:
+        return self.text_tokens(text, counter)
+
+    def messages(self, messages: Iterable[Message], counter: Counter | None) -> int:
+        if self.list_tokens is not None:
+            return self.list_tokens(messages, counter)
+        return sum(self.message_tokens(m, counter) for m in messages)
 
 
-def estimate_text(rule: str, text: str, counter: Counter | None = None) -> int:
-    """The tokens ``rule``'s agent attributes to a bare text (no per-message overhead)."""
-    if rule == "baseagent":
-        return len(text) // 4
-    if rule == "aiagent":
-        # context-guard.ts countTokens: max(tokenizer, ceil(length / 4))
-        return max(_aiagent_count(text, counter), _ceil_div(_js_len(text), 4))
-    if rule == "goagent":
-        return _ceil_div(utf8_len(text), 4)
-    if rule == "fifth":
-        return _fifth_text(text, counter)
-    if rule == "opencode":
-        return _opencode_text(text)
-    if rule == "guide":
-        return _guide_text(text)
-    if rule == "exact":
-        return _exact_text(text, counter)
-    if rule == "chars4":
-        return _ceil_div(len(text), 4)
-    if rule == "codex":
-        return _ceil_div(utf8_len(text), 4)
-    if rule == "claude-code":
-        return _js_round_quarter(text)
-    raise _unknown(rule)
+def rule_names() -> tuple[str, ...]:
+    """Every estimation rule a profile may name: the generic ones and every agent's own."""
+    return GENERIC_RULES + tuple(a.name for a in agents.all_agents() if a.estimator is not None)
+
+
+def rule(name: str) -> agents.Estimator:
+    """The estimation rule ``name``: a generic one, or the arithmetic of the agent so named."""
+    found = _GENERIC.get(name)
+    if found is not None:
+        return found
+    agent = agents.find(name)
+    if agent is None or agent.estimator is None:
+        raise ValueError(f"unknown estimation rule {name!r}; known: {', '.join(rule_names())}")
+    return agent.estimator
+
+
+def uses_counter(name: str) -> bool:
+    """Whether the rule ``name``'s result changes when a real tokenizer is supplied."""
+    return rule(name).uses_counter
+
+
+def estimate_message(name: str, message: Message, counter: Counter | None = None) -> int:
+    """The tokens rule ``name``'s agent attributes to ``message``."""
+    return rule(name).message(message, counter)
+
+
+def estimate_text(name: str, text: str, counter: Counter | None = None) -> int:
+    """The tokens rule ``name``'s agent attributes to a bare text (no per-message overhead)."""
+    return rule(name).text(text, counter)
 
 
 def estimate_messages(
-    rule: str, messages: Iterable[Message], counter: Counter | None = None
+    name: str, messages: Iterable[Message], counter: Counter | None = None
 ) -> int:
-    """The tokens ``rule``'s agent attributes to a list of messages.
-
-    The sum of ``estimate_message`` for every rule but ``aiagent``, whose guard takes the larger
-    of the summed tokenizer counts and a quarter of the summed JSON bytes over the whole list.
-    """
-    if rule != "aiagent":
-        return sum(estimate_message(rule, m, counter) for m in messages)
-    tokens = 0
-    size = 0
-    for message in messages:
-        t, b = _aiagent_parts(message, counter)
-        tokens += t
-        size += b
-    return max(tokens, _ceil_div(size, 4))
+    """The tokens rule ``name``'s agent attributes to a list of messages: the sum of its
+    messages for every rule but ``aiagent``, whose guard takes the larger of the summed
+    tokenizer counts and a quarter of the summed JSON bytes over the whole list."""
+    return rule(name).messages(messages, counter)
 
 
 def tool_schema_tokens(
@@ -181,10 +158,6 @@ def _tool_call_id(message: Message) -> str | None:
         if part.type is PartType.TOOL_RESULT and part.call_id:
             return part.call_id
     return None
-
-
-def _unknown(rule: str) -> ValueError:
-    return ValueError(f"unknown estimation rule {rule!r}; known: {', '.join(ESTIMATORS)}")
 
 
 def _normalise_numbers(value: object) -> object:
@@ -487,3 +460,66 @@ def _codex_item_bytes(message: Message) -> int:
             item = {"type": "message", "status": "completed", "id": message.id, "role": "assistant"}
         item["content"] = content
     return _codex_json_bytes(item) + _CODEX_ITEM_METADATA_BYTES + images * CODEX_IMAGE_BYTES
+
+
+# --------------------------------------------------------------------------------------------
+# The rules
+
+
+def _aiagent_message(message: Message, counter: Counter | None) -> int:
+    tokens, size = _aiagent_parts(message, counter)
+    return max(tokens, _ceil_div(size, 4))
+
+
+def _aiagent_text(text: str, counter: Counter | None) -> int:
+    # context-guard.ts countTokens: max(tokenizer, ceil(length / 4))
+    return max(_aiagent_count(text, counter), _ceil_div(_js_len(text), 4))
+
+
+def _aiagent_list(messages: Iterable[Message], counter: Counter | None) -> int:
+    tokens = 0
+    size = 0
+    for message in messages:
+        t, b = _aiagent_parts(message, counter)
+        tokens += t
+        size += b
+    return max(tokens, _ceil_div(size, 4))
+
+
+def _chars4(text: str, counter: Counter | None = None) -> int:
+    return _ceil_div(len(text), 4)
+
+
+EXACT = Rule(
+    "exact",
+    lambda m, c: _exact_text(m.text, c) + EXACT_MESSAGE_OVERHEAD,
+    _exact_text,
+    uses_counter=True,
+)
+CHARS4 = Rule("chars4", lambda m, c: _chars4(m.text), _chars4)
+_GENERIC: dict[str, agents.Estimator] = {"exact": EXACT, "chars4": CHARS4}
+
+BASEAGENT = Rule("baseagent", lambda m, c: _baseagent_message(m), lambda t, c: len(t) // 4)
+AIAGENT = Rule("aiagent", _aiagent_message, _aiagent_text, True, _aiagent_list)
+GOAGENT = Rule("goagent", lambda m, c: _goagent_message(m), lambda t, c: _ceil_div(utf8_len(t), 4))
+FIFTH = Rule("fifth", lambda m, c: _fifth_text(m.text, c), _fifth_text, uses_counter=True)
+OPENCODE = Rule(
+    "opencode",
+    lambda m, c: sum(_opencode_text(t) for t in _opencode_payloads(m)),
+    lambda t, c: _opencode_text(t),
+)
+GUIDE = Rule(
+    "guide",
+    lambda m, c: sum(_guide_text(t) for t in _content_texts(m)),
+    lambda t, c: _guide_text(t),
+)
+CODEX = Rule(
+    "codex",
+    lambda m, c: _ceil_div(_codex_item_bytes(m), 4),
+    lambda t, c: _ceil_div(utf8_len(t), 4),
+)
+CLAUDE_CODE = Rule(
+    "claude-code",
+    lambda m, c: sum(claude_code_part(p) for p in m.parts),
+    lambda t, c: _js_round_quarter(t),
+)

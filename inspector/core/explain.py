@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from inspector.core import agents
+from inspector.core.agents import Knob
 from inspector.core.model import (
     Compacted,
     FinalTurnForced,
@@ -40,71 +42,6 @@ _CONTEXT_ERROR = re.compile(
     re.IGNORECASE,
 )
 
-
-@dataclass(frozen=True)
-class Knob:
-    """A setting that can avoid an event when moved in ``direction`` (+1 up, -1 down)."""
-
-    setting: str
-    direction: int
-    bound: Callable[[Profile], float]
-    derived: str | None = None  # the settings() key holding the value when the field is None
-    step: float = 1
-
-
-def _times(factor: float, key: str = "context_window") -> Callable[[Profile], float]:
-    return lambda p: max(float(getattr(p, key) or 0) * factor, 1.0)
-
-
-def _const(value: float) -> Callable[[Profile], float]:
-    return lambda p: value
-
-
-KNOBS: dict[str, list[Knob]] = {
-    "aiagent": [
-        Knob("buffer_tokens", -1, _const(0)),
-        Knob("max_output_tokens", -1, _const(256), derived="max_output"),
-        Knob("tool_response_max_bytes", -1, _const(512)),
-        Knob("context_window", +1, _times(8)),
-    ],
-    "baseagent": [
-        Knob("compact_ratio", +1, _const(1.0), step=0.01),
-        Knob("output_reserve", -1, _const(0)),
-        Knob("context_window", +1, _times(8)),
-    ],
-    "opencode": [
-        Knob("output_limit", -1, _const(1024)),
-        Knob("context_window", +1, _times(8)),
-    ],
-    "guide": [
-        Knob("compact_ratio", +1, _const(0.99), step=0.01),
-        Knob("context_window", +1, _times(8)),
-    ],
-    "goagent": [
-        Knob("reserve_tokens", -1, _const(0)),
-        Knob("max_tokens", +1, _times(64, "max_tokens")),
-        Knob("context_window", +1, _const(2_000_000)),
-        Knob("tool_output_max_bytes", -1, _const(1024)),
-    ],
-    "fifth": [
-        Knob("capacity_trigger", +1, _const(100)),
-        Knob("level3_budget", +1, _times(8, "level3_budget")),
-    ],
-    "claude-code": [
-        Knob("autocompact_buffer_tokens", -1, _const(0), derived="autocompact_buffer"),
-        # a window set below the model's ("auto" has no threshold to move)
-        Knob("autocompact_window", +1, _times(1.0)),
-        Knob("context_window", +1, _times(8)),
-    ],
-    "codex": [
-        Knob("model_auto_compact_token_limit", +1, _times(1.0), derived="threshold"),
-        Knob("context_window", +1, _times(8)),
-    ],
-    "generic": [
-        Knob("compact_ratio", +1, _const(1.0), step=0.01),
-        Knob("context_window", +1, _times(8)),
-    ],
-}
 
 _EVENT_KIND = {
     "final_turn": "final_turn",
@@ -380,7 +317,7 @@ class Explainer:
     ) -> None:
         """Per knob, the smallest change for which ``avoids`` holds (a binary search between
         the current value, where the event happens, and the knob's bound)."""
-        for knob in KNOBS.get(self.profile.agent, []):
+        for knob in _knobs(self.profile.agent):
             current = self._current(knob)
             if current is None:
                 continue
@@ -523,3 +460,9 @@ def _counters(guard: GuardEvaluated | None) -> dict[str, int] | None:
         "extra": guard.extra,
         "projected": guard.projection,
     }
+
+
+def _knobs(name: str) -> tuple[Knob, ...]:
+    """The settings explain may move for the agent ``name`` (none for an unknown agent)."""
+    found = agents.find(name)
+    return found.knobs if found is not None else ()

@@ -31,7 +31,8 @@ from pydantic import (
     model_validator,
 )
 
-from inspector.core.estimate import COUNTER_RULES, ESTIMATORS, Counter, estimate_message
+from inspector.core import agents
+from inspector.core.estimate import GENERIC_RULES, Counter, estimate_message, uses_counter
 from inspector.core.model import Message
 from inspector.core.window import LimitParts, Zone
 from inspector.errors import ConfigError
@@ -71,8 +72,9 @@ class Profile(BaseModel):
     @field_validator("estimator")
     @classmethod
     def _known_estimator(cls, value: str) -> str:
-        if value not in ESTIMATORS:
-            raise ValueError(f"unknown estimator {value!r}; known: {', '.join(ESTIMATORS)}")
+        known = GENERIC_RULES + agents.declared()
+        if value not in known:
+            raise ValueError(f"unknown estimator {value!r}; known: {', '.join(known)}")
         return value
 
     # -- the figures ---------------------------------------------------------------------
@@ -167,7 +169,7 @@ class Profile(BaseModel):
 
     def uses_counter(self) -> bool:
         """Whether the agent's estimate uses a real tokenizer (else pass no counter)."""
-        return self.estimator in COUNTER_RULES
+        return uses_counter(self.estimator)
 
     def counter_encoding(self) -> str | None:
         """The encoding the estimator's counter should use; None = choose by model."""
@@ -930,35 +932,22 @@ class GenericProfile(Profile):
 # ------------------------------------------------------------------------------------------
 # Registry and construction
 
-PROFILE_TYPES: Mapping[str, type[Profile]] = types.MappingProxyType(
-    {
-        "baseagent": BaseAgentProfile,
-        "opencode": OpenCodeProfile,
-        "guide": GuideProfile,
-        "aiagent": AiAgentProfile,
-        "goagent": GoAgentProfile,
-        "fifth": FifthProfile,
-        "claude-code": ClaudeCodeProfile,
-        "codex": CodexProfile,
-        "generic": GenericProfile,
-    }
-)
-PROFILE_NAMES: tuple[str, ...] = tuple(PROFILE_TYPES)
 
-AnyProfile = Annotated[
-    Union[  # noqa: UP007 - a discriminated union needs the explicit form here
-        BaseAgentProfile,
-        OpenCodeProfile,
-        GuideProfile,
-        AiAgentProfile,
-        GoAgentProfile,
-        FifthProfile,
-        ClaudeCodeProfile,
-        CodexProfile,
-        GenericProfile,
-    ],
-    Field(discriminator="agent"),
-]
+def profile_names() -> tuple[str, ...]:
+    """The names of every profile: one per agent that has one (``inspector.core.agents``)."""
+    return tuple(a.name for a in agents.all_agents() if a.profile is not None)
+
+
+def profile_from(data: Mapping[str, Any]) -> Profile:
+    """The profile ``data`` describes (a ``model_dump`` of one), by its ``agent`` field."""
+    name = data.get("agent")
+    if not isinstance(name, str):
+        raise ConfigError("Invalid profile", "a profile needs its agent's name (agent = ...)")
+    cls = profile_class(name)
+    try:
+        return cls.model_validate(data)
+    except ValidationError as exc:
+        raise _config_error(name, cls, exc, data, {}) from None
 
 
 def _suggest(word: str, candidates: list[str]) -> str:
@@ -967,13 +956,16 @@ def _suggest(word: str, candidates: list[str]) -> str:
 
 
 def profile_class(name: str) -> type[Profile]:
-    cls = PROFILE_TYPES.get(name)
-    if cls is None:
+    found = agents.find(name)
+    if found is None or found.profile is None:
+        problem = agents.problems().get(name)
+        if problem is not None:
+            raise ConfigError("Profile failed to load", problem)
+        known = list(profile_names())
         raise ConfigError(
-            "Unknown profile",
-            f"{name!r}{_suggest(name, list(PROFILE_NAMES))}; known: {', '.join(PROFILE_NAMES)}",
+            "Unknown profile", f"{name!r}{_suggest(name, known)}; known: {', '.join(known)}"
         )
-    return cls
+    return found.profile
 
 
 def default_profile(name: str) -> Profile:

@@ -1482,6 +1482,9 @@ def _sessions_in(folder: Path) -> list[Path]:
     return sorted(files, key=key)
 
 
+_CWD_FOLDER = re.compile(r"--.*--")  # ~/.ai/sessions/--<cwd>--
+
+
 def expand_sessions(path: Path) -> list[Path]:
     """The session files of a ``--<cwd>--`` folder, or of every such folder under
     ``~/.ai/sessions``."""
@@ -1503,7 +1506,11 @@ def expand_sessions(path: Path) -> list[Path]:
 
 def sniff_session(head: Head) -> float:
     if head.is_dir:
-        return 0.9 if head.path.is_dir() and expand_sessions(head.path) else 0.0
+        found = expand_sessions(head.path) if head.path.is_dir() else []
+        # a session file, or a folder named as the agent names them that cannot be listed
+        # (any other unreadable folder says nothing of whose sessions it holds)
+        own = any(p.is_file() or _CWD_FOLDER.fullmatch(p.name) for p in found)
+        return 0.9 if own else 0.0
     sample = _sample(head)
     if sample.events > sample.entries:
         return 0.0

@@ -33,7 +33,7 @@ from inspector.core.model import (
     SessionInfo,
     SourceSpan,
 )
-from inspector.core.profiles import PROFILE_NAMES
+from inspector.core.profiles import profile_names
 from inspector.formats.base import LineParser
 from inspector.formats.registry import FormatSpec, Head, register
 
@@ -333,7 +333,7 @@ def recorded_profile(head: Head) -> str | None:
     if not isinstance(header, dict) or header.get("format") != FORMAT_TAG:
         return None
     name = header.get("profile")
-    return name if isinstance(name, str) and name in PROFILE_NAMES else None
+    return name if isinstance(name, str) and name in profile_names() else None
 
 
 def _recorded_info(header: dict[str, Any], span: SourceSpan) -> list[Event]:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from inspector.core import agents
 from inspector.core.model import Event
 from inspector.errors import InputError
 from inspector.formats.base import Parser
@@ -111,20 +112,10 @@ class FormatSpec:
         return self.parser(source, path)
 
 
-# Modules that register a format, in the order ties are broken.
-FORMAT_MODULES: tuple[str, ...] = (
-    "inspector.formats.native",
-    "inspector.formats.claude_code",
-    "inspector.formats.claude_code_stream",
-    "inspector.formats.codex",
-    "inspector.formats.codex_exec",
-    "inspector.formats.baseagent",
-    "inspector.formats.aiagent",
-    "inspector.formats.goagent",
-    "inspector.formats.opencode",
-    "inspector.formats.opencode_run",
-    "inspector.formats.opencode_data",
-    "inspector.formats.fifth",
+# The generic readers' modules: the native format first, then the agents' readers (each agent
+# lists its own, ``inspector.core.agents``), then these; ties in detection go to the earlier.
+GENERIC_FIRST: tuple[str, ...] = ("inspector.formats.native",)
+GENERIC_LAST: tuple[str, ...] = (
     "inspector.formats.swe_agent",
     "inspector.formats.openhands",
     "inspector.formats.aider",
@@ -132,7 +123,15 @@ FORMAT_MODULES: tuple[str, ...] = (
     "inspector.formats.anthropic_messages",
 )
 
+
+def format_modules() -> tuple[str, ...]:
+    """Every module that registers a format, in the order ties in detection are broken."""
+    own = tuple(module for agent in agents.all_agents() for module in agent.formats)
+    return GENERIC_FIRST + own + GENERIC_LAST
+
+
 _FORMATS: dict[str, FormatSpec] = {}
+_PROBLEMS: dict[str, str] = {}  # reader module -> why it failed to load
 
 
 def register(spec: FormatSpec) -> FormatSpec:
@@ -144,17 +143,28 @@ def register(spec: FormatSpec) -> FormatSpec:
 
 
 def all_formats() -> list[FormatSpec]:
-    """Every registered format, in the order of ``FORMAT_MODULES`` (ties in detection go to
-    the earlier one), whatever order the modules happened to be imported in."""
+    """Every registered format, in the order of ``format_modules`` (ties in detection go to
+    the earlier one), whatever order the modules happened to be imported in. A plug-in's
+    reader that fails to import is left out and reported by ``problems``."""
     order: dict[str, int] = {}
-    for rank, module in enumerate(FORMAT_MODULES):
+    for rank, module in enumerate(format_modules()):
+        if module in _PROBLEMS:
+            continue
         try:
             importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
+        except Exception as exc:
+            if module.startswith("inspector."):
+                raise  # our own readers: a bug, not a plug-in's failure
+            _PROBLEMS[module] = f"{module} failed to load: {type(exc).__name__}: {exc}"
+            continue
         order[module] = rank
     return sorted(_FORMATS.values(), key=lambda spec: order.get(spec.module, len(order)))
+
+
+def problems() -> dict[str, str]:
+    """The readers that failed to load, and the agents (``inspector.core.agents``)."""
+    all_formats()
+    return {**agents.problems(), **_PROBLEMS}
 
 
 def get_format(name: str) -> FormatSpec:

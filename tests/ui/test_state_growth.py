@@ -27,7 +27,7 @@ from inspector.core.model import (
     Usage,
     UsageReported,
 )
-from inspector.core.profiles import PROFILE_NAMES
+from inspector.core.profiles import profile_names
 from inspector.core.session import Session
 from inspector.core.window import Zone
 from inspector.formats.registry import FormatSpec
@@ -205,7 +205,7 @@ def test_a_change_that_is_not_an_append_starts_again() -> None:
     assert rows != rows_before[: len(rows)]
 
 
-@pytest.mark.parametrize("name", PROFILE_NAMES)
+@pytest.mark.parametrize("name", profile_names())
 def test_zones_of_many_counts_are_the_profile_zones(name: str) -> None:
     profile = build_profile(name)
     zone_of = _ZoneOf(profile)

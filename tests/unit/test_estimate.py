@@ -10,13 +10,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from inspector.core.estimate import (
-    ESTIMATORS,
     _aiagent_parts,
     _aiagent_tool_calls,
     _json_string_bytes,
     estimate_message,
     estimate_messages,
     estimate_text,
+    rule_names,
     tool_schema_tokens,
 )
 from inspector.core.model import Message, Part, PartType, Role
@@ -54,12 +54,12 @@ THINKING = Part(type=PartType.THINKING, text="hmm, let me see")  # 15 chars
 
 
 def test_every_rule_is_listed_and_unknown_rules_fail() -> None:
-    assert set(ESTIMATORS) == {
+    assert set(rule_names()) == {
         "baseagent", "aiagent", "goagent", "fifth", "opencode", "guide", "exact", "chars4",
         "codex",
         "claude-code",
     }  # fmt: skip
-    for rule in ESTIMATORS:
+    for rule in rule_names():
         assert estimate_message(rule, msg(text("abcd"))) >= 0
         assert estimate_text(rule, "abcd") >= 0
     with pytest.raises(ValueError, match="unknown estimation rule"):

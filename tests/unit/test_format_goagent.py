@@ -775,3 +775,26 @@ def test_real_runs_are_claimed(corpus: Path) -> None:
                 assert registry.detect(path).name == name, path
                 seen += 1
     assert seen >= len(expected)
+
+
+def test_an_unreadable_folder_of_another_agent_is_not_a_session_tree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder is the Go agent's session tree when it holds its session files, or a
+    ``--<cwd>--`` folder that cannot be listed; any other unreadable subfolder (a Claude Code
+    project, say) claims nothing."""
+    root = tmp_path / "projects"
+    (root / "-home-dev-a").mkdir(parents=True)
+    (root / "-home-dev-a" / "s.jsonl").write_text('{"type":"user"}\n')
+    denied = {str(root / "-home-dev-a"), str(root / "--home-dev--")}
+    real = os.scandir
+
+    def scandir(path: object = ".") -> object:
+        if os.fspath(path) in denied:  # type: ignore[call-overload]
+            raise PermissionError(13, "Permission denied", os.fspath(path))  # type: ignore[call-overload]
+        return real(path)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    assert goagent.sniff_session(Head(path=root, data=b"", is_dir=True)) == 0.0
+    (root / "--home-dev--").mkdir()
+    assert goagent.sniff_session(Head(path=root, data=b"", is_dir=True)) == 0.9

@@ -32,7 +32,7 @@ from inspector.core.model import (
     Usage,
     UsageReported,
 )
-from inspector.core.profiles import PROFILE_NAMES, Profile, default_profile, make_profile
+from inspector.core.profiles import Profile, default_profile, make_profile, profile_names
 from inspector.core.session import MessageEntry, Session
 from inspector.core.stats import RunFacts, _zones, summarize
 from inspector.formats import base, registry
@@ -458,7 +458,7 @@ def test_the_chars_rule_is_the_profiles_own_estimate() -> None:
     rng = random.Random(9)
     messages = [_random_message(rng) for _ in range(300)]
     found = 0
-    for name in PROFILE_NAMES:
+    for name in profile_names():
         for sets in ([], ["estimator=chars4"], ["estimator=exact"], ["estimator=baseagent"]):
             profile = build_profile(name, sets=sets)
             rule = chars_estimate(profile, None)
@@ -477,7 +477,7 @@ def test_the_chars_rule_is_the_profiles_own_estimate() -> None:
 
 def test_zone_bounds_agree_with_the_profile() -> None:
     rng = random.Random(4)
-    profiles = [default_profile(name) for name in PROFILE_NAMES]
+    profiles = [default_profile(name) for name in profile_names()]
     profiles.append(make_profile("claude-code", {"context_window": 1_000_000}))
     for profile in profiles:
         zone = _zones(profile)

@@ -44,7 +44,7 @@ from inspector.core.policies.base import (
     total,
     unchanged,
 )
-from inspector.core.profiles import PROFILE_NAMES, GenericProfile, Profile, make_profile
+from inspector.core.profiles import GenericProfile, Profile, make_profile, profile_names
 from inspector.core.replay import (
     FAILED_HERE,
     Decision,
@@ -367,7 +367,7 @@ def coding_run(turns: int = 40) -> Session:
     return s
 
 
-@pytest.mark.parametrize("name", PROFILE_NAMES)
+@pytest.mark.parametrize("name", profile_names())
 def test_a_replay_makes_no_reference_cycle_and_leaves_the_collector_as_it_was(name: str) -> None:
     """``freeze`` moves what a replay made out of the collector's way for good: that is only
     sound while a replay makes no cycle, which would then never be collected."""

@@ -18,7 +18,7 @@ from textual.worker import Worker, WorkerState
 
 from inspector.core.diff import ActionDiff
 from inspector.core.policies.base import Action, ContextItem, PolicyResult
-from inspector.core.profiles import PROFILE_NAMES, Profile, make_profile
+from inspector.core.profiles import Profile, make_profile, profile_names
 from inspector.errors import ConfigError, InspectorError
 from inspector.ui import plain
 from inspector.ui.state import SessionState
@@ -112,7 +112,7 @@ class ActionPicker(ModalScreen["Preview | None"]):
                     yield RadioButton(action.value, value=action is self.action, name=action.value)
             yield Label("Policy of the profile")
             yield Select(
-                [(_profile_label(name, self.state), name) for name in PROFILE_NAMES],
+                [(_profile_label(name, self.state), name) for name in profile_names()],
                 value=self.state.profile.name,
                 allow_blank=False,
                 id="picker-profile",
