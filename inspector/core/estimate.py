@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -171,9 +172,40 @@ def _normalise_numbers(value: object) -> object:
     return value
 
 
+# Tool-call arguments nested deeper than this are counted as their raw text, as arguments that
+# are not JSON are: decoding and re-encoding them would exhaust Python's recursion (real
+# arguments nest a few levels; a hostile transcript can nest them 100,000 deep).
+MAX_ARGUMENT_DEPTH = 100
+_JSON_STRING = re.compile(r'"[^"]*"')
+_BRACKETS = re.compile(r"[\[\]{}]")
+
+
+def _nested_deeper_than(text: str, limit: int) -> bool:
+    """Whether the JSON text ``text`` nests arrays and objects more than ``limit`` levels deep
+    (brackets inside strings are not counted). Linear, and nearly free for texts with few
+    brackets."""
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    # escaped backslashes, then escaped quotes, out; then every string: brackets are left
+    bare = _JSON_STRING.sub("", text.replace("\\\\", "").replace('\\"', ""))
+    depth = 0
+    for char in _BRACKETS.findall(bare):
+        if char in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        else:
+            depth -= 1
+    return False
+
+
 def _parse_arguments(arguments: str | None) -> tuple[bool, object]:
+    """(True, the decoded value) for JSON arguments, else (False, the raw text) (None for
+    none); arguments nested past ``MAX_ARGUMENT_DEPTH`` are taken as raw text."""
     if not arguments:
         return False, None
+    if _nested_deeper_than(arguments, MAX_ARGUMENT_DEPTH):
+        return False, arguments
     try:
         return True, _normalise_numbers(json.loads(arguments))
     except ValueError:

@@ -125,7 +125,7 @@ class AnthropicMessagesParser(ChatParser):
             return [text_part(block)]
         if not isinstance(block, dict):
             return [unknown_part(block)]
-        kind = block.get("type")
+        kind = as_str(block.get("type"))
         if kind == "text" and isinstance(block.get("text"), str):
             return [text_part(block["text"])]
         if kind == "thinking" and isinstance(block.get("thinking"), str):

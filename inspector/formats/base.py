@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import json
 import marshal
 import os
 import select
@@ -96,6 +97,61 @@ def excerpt(data: bytes | str, limit: int = EXCERPT_CHARS) -> str:
     return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
 
 
+def compact_json(value: Any) -> str:
+    """The compact JSON text of a value (no spaces, non-ASCII kept), as a model would see it;
+    values nested deeper than the encoders go (a hostile input's) are written without
+    recursion."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:  # past 64-bit integers, nested past 255 levels, not JSON types
+        pass
+    try:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+    except RecursionError:
+        return _flat_json(value)
+
+
+def _flat_json(value: Any) -> str:
+    """``compact_json`` of ``value`` with a stack of its own in place of recursion."""
+    out: list[str] = []
+    todo: list[tuple[bool, Any]] = [(False, value)]  # (written as is, a text or a value)
+    while todo:
+        literal, item = todo.pop()
+        if literal:
+            out.append(item)
+        elif isinstance(item, dict):
+            todo.append((True, "}"))
+            entries = list(item.items())
+            for index in range(len(entries) - 1, -1, -1):
+                key, inner = entries[index]
+                todo.append((False, inner))
+                comma = "," if index else ""
+                todo.append((True, comma + json.dumps(str(key), ensure_ascii=False) + ":"))
+            todo.append((True, "{"))
+        elif isinstance(item, list | tuple):
+            todo.append((True, "]"))
+            for index in range(len(item) - 1, -1, -1):
+                todo.append((False, item[index]))
+                if index:
+                    todo.append((True, ","))
+            todo.append((True, "["))
+        else:
+            out.append(json.dumps(item, ensure_ascii=False, default=str))
+    return "".join(out)
+
+
+def shown(value: Any, limit: int = 60, *, quoted: bool = True) -> str:
+    """A short text of a value read from an input, for a parse issue's reason: a string
+    (quoted unless not ``quoted``), anything else as compact JSON, cut to ``limit`` characters
+    (``repr`` or ``str`` of a value nested deeply would exhaust the recursion)."""
+    if not isinstance(value, str):
+        value = compact_json(value)
+    elif quoted:
+        value = repr(value)
+    text: str = value
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 # what ``feed_entries`` gives: events, and messages (and frequent events) maybe as entries
 Item = Event | MessageEntry | RequestEntry | UsageEntry | LogEntry
 ScannedLine = tuple[int, int, Any]  # a line's offset, length and ``scan_line`` record
@@ -149,11 +205,22 @@ class Parser(ABC):
         events = [*fresh.feed(data + b"\n"), *fresh.finish()]
         return [e.message for e in events if isinstance(e, MessageAdded)]
 
-    def issue(self, span: SourceSpan, reason: str, raw: bytes | str = b"") -> ParseIssue:
+    def issue(
+        self,
+        span: SourceSpan,
+        reason: str,
+        raw: bytes | str = b"",
+        *,
+        at: tuple[int, int] | None = None,
+    ) -> ParseIssue:
+        """An issue about the bytes of ``span``; ``at`` (line, offset) is where in them the
+        problem is when not at their start (where a whole document stopped parsing: the span
+        is the whole document, none of whose bytes were read)."""
+        line, offset = at if at is not None else (span.line, span.offset)
         return ParseIssue(
             file=self.path,
-            line=span.line,
-            offset=span.offset,
+            line=line,
+            offset=offset,
             reason=reason,
             excerpt=excerpt(raw),
             span=span,
@@ -328,7 +395,10 @@ class LineParser(Parser):
                 length = nl - start
                 self._line_no += 1
                 span = make_span(source, self._offset, length, self._line_no)
-                record = scan(view[start:nl]) if self._offset else None  # line 1 may hold a BOM
+                try:
+                    record = scan(view[start:nl]) if self._offset else None  # line 1: a BOM?
+                except Exception:  # read by ``parse_line``, as ``scan_chunk`` has it
+                    record = None
                 if record is None or not apply(record, span, out):
                     self._read_line(data[start:nl], span, out)
             self._offset += length + 1
@@ -452,7 +522,8 @@ def _load_document(data: bytes, parser: Parser, span: SourceSpan, out: list[Even
         try:
             return orjson.loads(data.decode("utf-8", "replace"))
         except orjson.JSONDecodeError:
-            out.append(parser.issue(span, f"not valid JSON ({exc.msg})", data[:200]))
+            where = (exc.lineno, exc.pos)
+            out.append(parser.issue(span, f"not valid JSON ({exc.msg})", data[:200], at=where))
             return None
 
 

@@ -40,6 +40,7 @@ from inspector.core.model import (
     UsageReported,
 )
 from inspector.formats.base import EXCERPT_CHARS, LineParser, excerpt
+from inspector.formats.base import compact_json as compact_json  # where the readers import it
 from inspector.formats.registry import HEAD_BYTES, Head
 
 BOM = b"\xef\xbb\xbf"
@@ -51,14 +52,6 @@ Mode = Literal["undecided", "lines", "document"]
 
 # ------------------------------------------------------------------------------------------
 # Small value helpers
-
-
-def compact_json(value: Any) -> str:
-    """The compact JSON text of a value (no spaces, non-ASCII kept), as a model would see it."""
-    try:
-        return orjson.dumps(value).decode()
-    except TypeError:
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def as_str(value: Any) -> str | None:
@@ -412,9 +405,9 @@ class ChatParser(LineParser):
         size = self._size
         data = b"".join(self._buffer)
         self._buffer = []
+        whole = SourceSpan(source=self.source, offset=0, length=size, line=1)
         if size > self.max_document_bytes:
-            span = SourceSpan(source=self.source, offset=0, length=size, line=1)
-            return [self.issue(span, f"document too large ({size} bytes); not read")]
+            return [self.issue(whole, f"document too large ({size} bytes); not read")]
         if not data.strip():
             return []
         out: list[Event] = []
@@ -427,9 +420,10 @@ class ChatParser(LineParser):
                 if _line_oriented(body):
                     self._mode = "lines"
                     return [*LineParser.feed(self, data), *LineParser.finish(self)]
-                out.append(self._doc_issue(f"not valid JSON ({exc.msg})", data[:200], exc))
+                at = (exc.lineno, exc.pos)
+                out.append(self.issue(whole, f"not valid JSON ({exc.msg})", data[:200], at=at))
                 return out
-        out.extend(self._document(value))
+        out.extend(self._document(value, whole))
         return out
 
     def _load_replaced(self, body: bytes, out: list[Event]) -> Any:
@@ -455,19 +449,17 @@ class ChatParser(LineParser):
             return value
         return _MISSING
 
-    def _doc_issue(
-        self, reason: str, raw: Any, exc: orjson.JSONDecodeError | None = None
-    ) -> ParseIssue:
-        text = raw if isinstance(raw, bytes | str) else compact_json(raw)[: EXCERPT_CHARS * 2]
-        return ParseIssue(
-            file=self.path,
-            line=exc.lineno if exc is not None else 0,
-            offset=exc.pos if exc is not None else 0,
-            reason=reason,
-            excerpt=excerpt(text),
-        )
+    def _doc_issue(self, reason: str, raw: Any) -> ParseIssue:
+        """An issue about one value of a document (a message that cannot be read): where it
+        is in the document is not known."""
+        return ParseIssue(file=self.path, reason=reason, excerpt=excerpt(self._shown(raw)))
 
-    def _document(self, value: Any) -> list[Event]:
+    @staticmethod
+    def _shown(raw: Any) -> bytes | str:
+        return raw if isinstance(raw, bytes | str) else compact_json(raw)[: EXCERPT_CHARS * 2]
+
+    def _document(self, value: Any, whole: SourceSpan) -> list[Event]:
+        """The events of a document (``whole``: its span, for an issue about all of it)."""
         out: list[Event] = []
         if isinstance(value, list):
             conversations = sum(1 for item in value if is_conversation(item))
@@ -490,9 +482,11 @@ class ChatParser(LineParser):
                 self._message(value, self._main, _Where(None, "document"), out)
             else:
                 keys = ", ".join(list(value)[:8]) or "none"
-                out.append(self._doc_issue(f"no messages in this document (keys: {keys})", value))
+                reason = f"no messages in this document (keys: {keys})"
+                out.append(self.issue(whole, reason, self._shown(value)))
         else:
-            out.append(self._doc_issue(f"not a message list ({type_name(value)})", value))
+            reason = f"not a message list ({type_name(value)})"
+            out.append(self.issue(whole, reason, self._shown(value)))
         return out
 
     # -- shared emission ------------------------------------------------------------------

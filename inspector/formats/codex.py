@@ -377,8 +377,9 @@ class CodexParser(LineParser):
     def _event_msg(
         self, p: dict[str, Any], span: SourceSpan, ts: str | None, out: list[Event]
     ) -> None:
-        kind = p.get("type")
-        tag = kind if isinstance(kind, str) else "event_msg"
+        found = p.get("type")
+        kind = found if isinstance(found, str) else None  # a list would not even hash
+        tag = kind or "event_msg"
         if kind == "token_count":
             self._token_count(p, span, ts, out)
             return
@@ -588,7 +589,7 @@ class CodexParser(LineParser):
 
     def _holds(self, kind: Any, payload: Any, obj: dict[str, Any]) -> bool:
         """Whether a record belongs to the compaction under way."""
-        if not isinstance(payload, dict):
+        if not isinstance(payload, dict) or not isinstance(kind, str):
             return False
         if kind in HELD_RECORDS:
             return True
@@ -598,7 +599,7 @@ class CodexParser(LineParser):
         if kind != "event_msg":
             return False
         event = payload.get("type")
-        if event in HELD_EVENTS:
+        if isinstance(event, str) and event in HELD_EVENTS:
             return True
         item = payload.get("item")
         return event in ("item_started", "item_completed") and (
@@ -970,7 +971,7 @@ def _content_parts(content: Any) -> list[Part]:
         if not isinstance(item, dict):
             parts.append(unknown_part(item))
             continue
-        kind = item.get("type")
+        kind = as_str(item.get("type"))
         text = item.get("text", item.get("refusal"))
         if kind in TEXT_TYPES and isinstance(text, str):
             parts.append(text_part(text))

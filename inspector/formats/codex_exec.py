@@ -34,6 +34,7 @@ from inspector.core.model import (
     SessionInfo,
     SourceSpan,
 )
+from inspector.formats.base import compact_json
 from inspector.formats.baseagent import BaseAgentEventsParser
 from inspector.formats.registry import FormatSpec, Head, register
 
@@ -103,13 +104,13 @@ class CodexExecParser(BaseAgentEventsParser):
         }
         if kind == "item.started" or (kind == "item.completed" and item_id not in self._seen):
             self._seen.add(item_id)
-            call: list[Event] = self._call(item_id, f"{name}({json.dumps(arguments)})", span)
+            call: list[Event] = self._call(item_id, f"{name}({_arguments(arguments)})", span)
             if kind == "item.started":
                 return call
         else:
             call = []
         result = item.get("result", item.get("error", item.get("changes")))
-        text = result if isinstance(result, str) else orjson.dumps(result).decode()
+        text = result if isinstance(result, str) else compact_json(result)
         message = Message(
             id=f"{item_id}:result",
             role=Role.TOOL,
@@ -126,6 +127,15 @@ class CodexExecParser(BaseAgentEventsParser):
         )
         self._after_text = False
         return [*call, MessageAdded(message=message, span=span)]
+
+
+def _arguments(arguments: dict[str, Any]) -> str:
+    """A tool item's fields as Python's ``json.dumps`` writes them; compact JSON when they
+    nest too deeply for it."""
+    try:
+        return json.dumps(arguments)
+    except RecursionError:
+        return compact_json(arguments)
 
 
 def sniff(head: Head) -> float:

@@ -64,6 +64,7 @@ from inspector.core.model import (
 )
 from inspector.formats.base import LineParser, decode_text
 from inspector.formats.opencode import (
+    SQLITE_ERRORS,
     db_issue,
     open_sqlite_readonly,
     sqlite_columns,
@@ -229,7 +230,7 @@ def read_database(path: Path) -> list[SnapshotSession]:
         return [SnapshotSession(path.name, [db_issue(path, f"cannot open the database: {exc}")])]
     try:
         events = _read_database(con, path)
-    except sqlite3.Error as exc:
+    except SQLITE_ERRORS as exc:
         events = [db_issue(path, f"cannot read the database: {exc}")]
     finally:
         con.close()

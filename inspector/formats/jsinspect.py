@@ -101,10 +101,16 @@ def parse_inspect(text: str) -> Any:
     return value
 
 
+# ``util.inspect`` prints two levels (``console.log``), a few more when asked: text nested
+# deeper is no output of it, and reading it would exhaust Python's recursion
+MAX_DEPTH = 100
+
+
 class _Reader:
     def __init__(self, text: str) -> None:
         self.text = text
         self.pos = 0
+        self.depth = 0  # objects and arrays open
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -310,6 +316,15 @@ class _Reader:
 
     def container(self, close: str) -> Any:
         """An object (``close`` is ``}``) or an array (``]``)."""
+        if self.depth >= MAX_DEPTH:
+            raise InspectError(f"nested more than {MAX_DEPTH} levels deep", self.pos)
+        self.depth += 1
+        try:
+            return self._container(close)
+        finally:
+            self.depth -= 1
+
+    def _container(self, close: str) -> Any:
         text = self.text
         start = self.pos
         self.pos += 1

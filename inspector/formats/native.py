@@ -10,7 +10,6 @@ stream, ``export_events`` writes a file atomically; ``NativeParser`` reads one b
 from __future__ import annotations
 
 import contextlib
-import copy
 import functools
 import json
 import os
@@ -34,7 +33,7 @@ from inspector.core.model import (
     SourceSpan,
 )
 from inspector.core.profiles import profile_names
-from inspector.formats.base import LineParser
+from inspector.formats.base import LineParser, shown
 from inspector.formats.registry import FormatSpec, Head, register
 
 FORMAT_TAG = "ctx-inspect"
@@ -138,17 +137,23 @@ def _field_path(loc: tuple[int | str, ...], tag: str) -> str:
 
 
 def _without(value: dict[str, Any], locs: list[tuple[int | str, ...]], tag: str) -> Any:
-    """A copy of ``value`` without the fields at ``locs`` (pydantic error locations)."""
-    result: Any = copy.deepcopy(value)
+    """A copy of ``value`` without the fields at ``locs`` (pydantic error locations); only
+    the objects and arrays on the way to a field are copied (a deep copy of the whole value
+    would recurse as deep as a hostile input nests)."""
+    result: Any = dict(value)
     for loc in locs:
         path = list(loc[1:] if loc and loc[0] == tag else loc)
-        node = result
+        node: Any = result
         for key in path[:-1]:
             try:
-                node = node[key]
+                inner = node[key]
             except (KeyError, IndexError, TypeError):
                 node = None
                 break
+            if not isinstance(inner, dict | list):
+                node = None
+                break
+            node[key] = node = inner.copy()
         if isinstance(node, dict) and path:
             node.pop(path[-1], None)
     return result
@@ -190,12 +195,16 @@ class NativeParser(LineParser):
     def _read_header(
         self, header: dict[str, Any], span: SourceSpan, line: bytes, out: list[Event]
     ) -> None:
-        if self.header is None:
+        if self.header is None and self._records == 1:
             self.header = header
             out.extend(_recorded_info(header, span))
+        else:
+            where = "another ctx-inspect header" if self.header else "a header after events"
+            reason = f"{where} (exports joined?); what follows it is read on"
+            out.append(self.issue(span, f"warning: {reason}", line))
         version = header.get("version")
         if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-            out.append(self.issue(span, f"header has no valid version ({version!r})", line))
+            out.append(self.issue(span, f"header has no valid version ({shown(version)})", line))
         elif version > FORMAT_VERSION and not self._newer:
             self._newer = True
             out.append(

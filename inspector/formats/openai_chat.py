@@ -234,7 +234,7 @@ class OpenAIChatParser(ChatParser):
             return text_part(item)
         if not isinstance(item, dict):
             return unknown_part(item)
-        kind = item.get("type")
+        kind = as_str(item.get("type"))
         if kind in TEXT_TYPES and isinstance(item.get("text"), str):
             return text_part(item["text"])
         if kind == "refusal" and isinstance(item.get("refusal"), str):

@@ -82,7 +82,7 @@ from inspector.core.model import (
     Usage,
     UsageReported,
 )
-from inspector.formats.base import LineParser, decode_text, excerpt
+from inspector.formats.base import LineParser, decode_text, excerpt, shown
 from inspector.formats.chat_common import (
     as_int,
     as_str,
@@ -116,6 +116,10 @@ def sqlite_is_wal(path: Path) -> bool:
         return False
     return header.startswith(_SQLITE_MAGIC) and header[18] == 2 and header[19] == 2
 
+
+# Python's sqlite3 decodes SQLite's error messages as UTF-8: a message quoting the bytes of a
+# damaged schema raises UnicodeDecodeError in place of the error SQLite reported
+SQLITE_ERRORS = (sqlite3.Error, UnicodeDecodeError)
 
 COPY_ATTEMPTS = 5  # tries at a consistent private copy of a database a writer is changing
 _COPY_BYTES = 1 << 20
@@ -151,6 +155,9 @@ def _checked(con: sqlite3.Connection) -> sqlite3.Connection:
     except sqlite3.Error:
         con.close()
         raise
+    except UnicodeDecodeError:
+        con.close()
+        raise sqlite3.DatabaseError("database disk image is malformed (a damaged schema)") from None
     return con
 
 
@@ -265,7 +272,7 @@ def sqlite_tables_of(path: Path) -> set[str]:
         return set()
     try:
         return sqlite_tables(con)
-    except sqlite3.Error:
+    except SQLITE_ERRORS:
         return set()
     finally:
         con.close()
@@ -486,7 +493,8 @@ class _Converter:
                 self.events.append(
                     db_issue(
                         self.path,
-                        f"message {info.get('id')}: unknown role {role!r}",
+                        f"message {shown(info.get('id'), quoted=False)}: "
+                        f"unknown role {shown(role)}",
                         compact_json(info),
                     )
                 )
@@ -974,7 +982,7 @@ def read_database(path: Path) -> list[SnapshotSession]:
         return [SnapshotSession(path.name, [db_issue(path, f"cannot open the database: {exc}")])]
     try:
         sessions = _read_database(con, path)
-    except sqlite3.Error as exc:
+    except SQLITE_ERRORS as exc:
         sessions = [
             SnapshotSession(path.name, [db_issue(path, f"cannot read the database: {exc}")])
         ]
@@ -1174,7 +1182,12 @@ LOG_LINE = re.compile(
     r"(?:\.\d+)?Z?\s+\+(?P<ms>\d+)ms(?:\s+(?P<rest>.*))?$"
 )
 _TAG = re.compile(r"^(?P<key>[A-Za-z_][\w.\-]*)=(?P<value>\S*)$")
-_LOGFMT = re.compile(r'(?P<key>[A-Za-z_][\w.\-]*)=(?P<value>"(?:[^"\\]|\\.)*"|\S*)')
+# a key starts a word (tried from inside a long word, it would take time growing with the
+# square of the word's length)
+_LOGFMT = re.compile(r'(?<![\w.\-])(?P<key>[A-Za-z_][\w.\-]*)=(?P<value>"(?:[^"\\]|\\.)*"|\S*)')
+# A line of another layout with a level and a time in its first LOOSE_HEAD characters is a log
+# record too (looking further would take time growing with the square of a long line's length)
+LOOSE_HEAD = 256
 _LOOSE = re.compile(
     r"\b(?:TRACE|DEBUG|INFO|WARN(?:ING)?|ERROR|FATAL)\b.*?\d{1,2}:\d{2}:\d{2}"
     r"|\d{1,2}:\d{2}:\d{2}.*?\b(?:TRACE|DEBUG|INFO|WARN(?:ING)?|ERROR|FATAL)\b",
@@ -1280,7 +1293,7 @@ class OpenCodeLogParser(LineParser):
             self._record(level, fields, message, timestamp, span, out)
             self._after_record = True
             return out
-        if _LOOSE.search(text):
+        if _LOOSE.search(text, 0, LOOSE_HEAD):
             out.append(LogLine(text=text[:200], span=span))
             self._after_record = True
             return out

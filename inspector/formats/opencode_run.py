@@ -117,7 +117,9 @@ class OpenCodeRunParser(LineParser):
             self._release(out)
             self._step = _Step(
                 message_id,
-                start=[RequestSent(request_id=as_str(part.get("id")), timestamp=timestamp)],
+                start=[
+                    RequestSent(request_id=as_str(part.get("id")), timestamp=timestamp, span=span)
+                ],
                 timestamp=timestamp,
             )
             refused, self._refused = self._refused, None
@@ -140,7 +142,7 @@ class OpenCodeRunParser(LineParser):
             self._step.parts.append(call)
             self._step.results.append(result)
         elif kind == "step_finish" and self._step is not None and not self._step.finished:
-            self._finish(part, timestamp)
+            self._finish(part, timestamp, span)
         elif kind == "error":
             self._release(out)
             self._emit([self._error(value.get("error"), timestamp, span)], out)
@@ -169,12 +171,14 @@ class OpenCodeRunParser(LineParser):
         step = self._step
         return step is not None and not step.finished and step.message_id in (None, message_id)
 
-    def _finish(self, part: dict[str, Any], timestamp: str | None) -> None:
+    def _finish(self, part: dict[str, Any], timestamp: str | None, span: SourceSpan) -> None:
         step = self._step
         assert step is not None
         step.finished = True
         usage = opencode_usage(part.get("tokens"))
         if usage is None:
+            text = "step finished without token figures"
+            step.finish = [LogLine(text=text, tag="step_finish", timestamp=timestamp, span=span)]
             return
         step.count = opencode_count(usage)
         step.prompt = usage.prompt_tokens
@@ -185,6 +189,7 @@ class OpenCodeRunParser(LineParser):
                 timestamp=timestamp,
                 context_tokens=step.count,
                 context_label=count_label(usage),
+                span=span,
             )
         ]
 
@@ -252,6 +257,7 @@ class OpenCodeRunParser(LineParser):
             )
         if not summary:
             events.extend(usage)  # OpenCode's count covers the answer: given after it
+        events.extend(e for e in step.finish if not isinstance(e, UsageReported))
         events.extend(MessageAdded(message=m, timestamp=m.timestamp) for m in step.results)
         self._emit(events, out)
         if summary or step.count is None:

@@ -191,7 +191,7 @@ class OpenHandsParser(LineParser):
             if value is None:
                 out.extend(self._broken_document(lines, exc))
                 return out
-        self._document(value, out)
+        self._document(value, _whole(lines), out)
         return out
 
     def _replaced(
@@ -236,7 +236,8 @@ class OpenHandsParser(LineParser):
                 where = (line, span)
                 break
             pos -= len(line) + 1
-        return [self.issue(where[1], f"not valid JSON ({exc.msg})", where[0])]
+        at = (where[1].line, where[1].offset + pos)
+        return [self.issue(_whole(lines), f"not valid JSON ({exc.msg})", where[0], at=at)]
 
     def messages_at(self, data: bytes, span: SourceSpan) -> list[Message]:
         """Re-read one line (an event or a record) with the ids the first read gave it."""
@@ -271,14 +272,15 @@ class OpenHandsParser(LineParser):
             )
             out.append(self.issue(span, reason, raw))
 
-    def _document(self, value: Any, out: list[Event]) -> None:
+    def _document(self, value: Any, whole: SourceSpan, out: list[Event]) -> None:
         if isinstance(value, dict) and is_record(value):
             self._record(value, None, out)
             return
         if isinstance(value, dict) and is_event(value):
             value = [value]
         if not isinstance(value, list):
-            out.append(self._doc_issue(f"not an OpenHands event list ({type_name(value)})", value))
+            reason = f"not an OpenHands event list ({type_name(value)})"
+            out.append(self.issue(whole, reason, _show(value)))
             return
         for index, item in enumerate(value):
             if is_record(item):
@@ -802,11 +804,14 @@ def _log(text: str, tag: str, ts: str | None, span: SourceSpan | None, thread: _
 
 
 def _show(value: Any) -> str:
-    try:
-        data = orjson.dumps(value, default=str)[:400]
-    except TypeError:
-        data = repr(value)[:400].encode()
-    return excerpt(data)
+    return excerpt(compact_json(value)[:400])
+
+
+def _whole(lines: list[tuple[bytes, SourceSpan]]) -> SourceSpan:
+    """The span of a document made of these lines (one at least)."""
+    first, last = lines[0][1], lines[-1][1]
+    length = last.offset + last.length - first.offset
+    return SourceSpan(source=first.source, offset=first.offset, length=length, line=first.line)
 
 
 def _loads(line: bytes) -> Any:

@@ -40,7 +40,7 @@ from inspector.core.model import (
     SessionInfo,
     SourceSpan,
 )
-from inspector.formats.base import DocumentParser
+from inspector.formats.base import DocumentParser, compact_json, excerpt
 from inspector.formats.chat_common import as_str, kind_for, parse_prefix, type_name
 from inspector.formats.registry import FormatSpec, Head, register
 
@@ -69,9 +69,9 @@ class SweAgentParser(DocumentParser):
         try:
             value = orjson.loads(data)
         except orjson.JSONDecodeError as exc:
-            where = SourceSpan(source=self.source, offset=exc.pos, length=0, line=exc.lineno)
             shown = data[max(exc.pos - 60, 0) : exc.pos + 60]
-            out.append(self.issue(where, f"not valid JSON ({exc.msg})", shown))
+            at = (exc.lineno, exc.pos)
+            out.append(self.issue(span, f"not valid JSON ({exc.msg})", shown, at=at))
             return out
         out.extend(self.parse_document(value, span))
         return out
@@ -103,8 +103,8 @@ class SweAgentParser(DocumentParser):
             except Exception as exc:  # a reader bug must not lose the rest
                 converted = f"unreadable message ({type(exc).__name__}: {exc})"
             if isinstance(converted, str):
-                shown = orjson.dumps(raw, default=str)[:200] if raw is not None else b"null"
-                out.append(self._item_issue(f"history[{index}]: {converted}", shown))
+                text = compact_json(raw)[:200]
+                out.append(self._item_issue(f"history[{index}]: {converted}", text))
                 continue
             kind = converted.kind or kind_for(converted.role, converted.parts)
             if isinstance(raw, dict) and raw.get("is_demo") is True:
@@ -122,13 +122,13 @@ class SweAgentParser(DocumentParser):
             out.append(MessageAdded(message=message))
         return out
 
-    def _item_issue(self, reason: str, raw: bytes) -> ParseIssue:
+    def _item_issue(self, reason: str, raw: str) -> ParseIssue:
         return ParseIssue(
             file=self.path,
             line=0,
             offset=0,
             reason=reason,
-            excerpt=raw.decode("utf-8", "replace")[:120],
+            excerpt=excerpt(raw),
         )
 
 

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from inspector.core.estimate import (
+    MAX_ARGUMENT_DEPTH,
     _aiagent_parts,
     _aiagent_tool_calls,
     _json_string_bytes,
@@ -217,6 +218,26 @@ def test_goagent_tool_call_args_are_go_marshalled() -> None:
     assert estimate_message("goagent", msg(call("ls", "oops!"), role=Role.ASSISTANT)) == 2
     # no arguments: only the name
     assert estimate_message("goagent", msg(call("ls", ""), role=Role.ASSISTANT)) == 1
+
+
+@pytest.mark.parametrize("depth", [100_000, 1_000, 500, MAX_ARGUMENT_DEPTH + 1])
+def test_arguments_nested_past_the_bound_count_as_their_text(depth: int) -> None:
+    # decoding and re-encoding them would exhaust Python's recursion (a hostile transcript)
+    arguments = "[" * depth + "]" * depth
+    m = msg(call("ls", arguments), role=Role.ASSISTANT)
+    assert estimate_message("goagent", m) == math.ceil((2 + 2 * depth) / 4)
+    assert _aiagent_tool_calls(m)[0]["parameters"] == arguments
+    assert estimate_message("aiagent", m) > depth // 2
+
+
+def test_arguments_within_the_bound_are_decoded() -> None:
+    arguments = "[" * MAX_ARGUMENT_DEPTH + "1.0" + "]" * MAX_ARGUMENT_DEPTH
+    m = msg(call("ls", arguments), role=Role.ASSISTANT)
+    assert _aiagent_tool_calls(m)[0]["parameters"] == json.loads(arguments.replace("1.0", "1"))
+    # brackets inside strings (escaped quotes and backslashes too) are not nesting
+    code = {"code": '\\"' + "[{" * 5000, "more": ["]}" * 5000]}
+    m = msg(call("edit", json.dumps(code)), role=Role.ASSISTANT)
+    assert _aiagent_tool_calls(m)[0]["parameters"] == code
 
 
 def test_goagent_sums_every_part_whatever_the_order() -> None:

@@ -1,0 +1,373 @@
+"""What fuzzing the formats found (``test_fuzz_formats.py``), each as the exact case that shows
+it: the failures fixed, and those of readers being rewritten elsewhere (``xfail(strict=True)``:
+they pass, and must then lose the mark, once those readers are fixed).
+
+Values nested ``DEEP`` levels are the usual trigger: the JSON reader takes up to 1,024 levels,
+and any Python code that recurses over such a value (``repr``, ``==``, ``copy.deepcopy``,
+``json.dumps``, a recursive reader) runs out of Python's 1,000 frames.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from inspector.core.model import (
+    Event,
+    LogLine,
+    MessageAdded,
+    ParseIssue,
+    PartType,
+    SourceSpan,
+    UsageReported,
+)
+from inspector.formats.base import LineParser
+from inspector.formats.chat_common import compact_json
+from inspector.formats.fifth import read_database as read_fifth
+from inspector.formats.jsinspect import InspectError, parse_inspect
+from inspector.formats.opencode import read_database as read_opencode
+from inspector.formats.opencode import read_storage
+from inspector.formats.registry import get_format
+from tests.hostile.fuzz import read
+from tests.hostile.test_fuzz_formats import KNOWN, check_commands, check_reading
+
+DATA = Path(__file__).parents[1] / "data"
+DEEP = 1_000
+
+
+def deep(depth: int = DEEP) -> Any:
+    return orjson.loads("[" * depth + "]" * depth)
+
+
+def line(value: Any) -> bytes:
+    return compact_json(value).encode() + b"\n"
+
+
+def issues(events: Iterable[Any]) -> list[ParseIssue]:
+    return [e for e in events if isinstance(e, ParseIssue)]
+
+
+def crashes(events: Iterable[Any]) -> list[str]:
+    """Parse issues that are a reader's own failure, caught by the safety net."""
+    return [i.reason for i in issues(events) if i.reason.startswith("unreadable")]
+
+
+# -- fixed: values nested deeply ----------------------------------------------------------------
+
+
+def test_compact_json_writes_values_nested_past_the_encoders() -> None:
+    value = orjson.loads('{"a": ' + "[" * DEEP + '"é\\n"' + "]" * DEEP + "}")
+    assert compact_json(value) == '{"a":' + "[" * DEEP + '"é\\n"' + "]" * DEEP + "}"
+    for plain in [{"a": [1, 2.5, None, True, "x"]}, [], {}, "s", 10**30]:
+        assert compact_json(plain) == json.dumps(plain, separators=(",", ":"))
+
+
+def test_a_chat_document_with_a_message_nested_deeply_is_an_issue(tmp_path: Path) -> None:
+    """Found by: openai-chat, deep_nesting of a document's message (RecursionError out of
+    ``finish``: a traceback)."""
+    data = line({"messages": [deep(), {"role": "user", "content": "hi"}]})
+    for name in ("openai-chat", "anthropic-messages"):
+        events = read(get_format(name), data)
+        assert [e.message.parts[0].text for e in events if isinstance(e, MessageAdded)] == ["hi"]
+        assert len(issues(events)) == 1
+    path = tmp_path / "deep.json"
+    path.write_bytes(data)
+    check_commands(path, ["--format", "openai-chat"])
+
+
+def test_a_trajectory_with_a_history_item_nested_deeply_is_an_issue() -> None:
+    """Found by: swe-agent, deep_nesting (orjson's writer refuses 255 levels: a TypeError out of
+    ``finish``)."""
+    data = line({"history": [deep(300), {"role": "user", "content": "hi"}]})
+    events = read(get_format("swe-agent"), data)
+    assert [i.reason for i in issues(events)] == ["history[0]: not a message object (array)"]
+    assert len([e for e in events if isinstance(e, MessageAdded)]) == 1
+
+
+def test_an_openhands_event_list_with_an_item_nested_deeply_is_an_issue() -> None:
+    """Found by: openhands, deep_nesting of a document (``repr`` of the item: a RecursionError
+    out of ``finish``)."""
+    data = b"[\n" + line(deep()) + b"]\n"
+    events = read(get_format("openhands"), data)
+    assert [i.reason for i in issues(events)] == ["[0]: not an OpenHands event"]
+
+
+def test_a_native_header_or_record_nested_deeply_is_read() -> None:
+    """Found by: native, deep_nesting (a version nested deeply: ``repr``; a newer writer's
+    unknown field nested deeply: ``copy.deepcopy``; both ended as unreadable records)."""
+    header = {"format": "ctx-inspect", "version": deep()}
+    events = read(get_format("native"), line(header))
+    assert not crashes(events)
+    assert issues(events)[0].reason.startswith("header has no valid version ([[[[")
+    newer = {"format": "ctx-inspect", "version": 99}
+    marker = {"type": "marker", "text": "m", "unknown": deep()}
+    events = read(get_format("native"), line(newer) + line(marker))
+    assert not crashes(events)
+    assert [e.type for e in events] == ["issue", "marker"]
+
+
+def test_codex_exec_tool_items_nested_deeply_are_read() -> None:
+    """Found by: codex-exec, deep_nesting of an MCP tool item (``json.dumps``, orjson:
+    unreadable records)."""
+    item = {"id": "i1", "type": "mcp_tool_call", "server": "s", "tool": "t"}
+    data = line({"type": "item.completed", "item": {**item, "arguments": deep(), "result": deep()}})
+    events = read(get_format("codex-exec"), data)
+    assert not crashes(events)
+    assert [e.message.kind for e in events if isinstance(e, MessageAdded)] == [
+        "tool_call",
+        "tool_result",
+    ]
+
+
+def test_opencode_messages_with_a_role_nested_deeply_are_issues(tmp_path: Path) -> None:
+    """Found by: opencode-storage, deep_nesting of a message file (``repr`` of its role: a
+    RecursionError out of the reader: a traceback)."""
+    storage = tmp_path / "storage"
+    for name in ("session", "message", "part"):
+        (storage / name).mkdir(parents=True)
+    (storage / "session" / "p").mkdir()
+    session = {"id": "ses_1", "title": "t", "time": {"created": 1}}
+    (storage / "session" / "p" / "ses_1.json").write_bytes(orjson.dumps(session))
+    (storage / "message" / "ses_1").mkdir()
+    message = {"id": "msg_1", "sessionID": "ses_1", "role": deep(), "time": {"created": 2}}
+    (storage / "message" / "ses_1" / "msg_1.json").write_bytes(line(message))
+    (session_read,) = read_storage(storage)
+    reasons = [i.reason for i in issues(session_read.events)]
+    assert reasons == ["message msg_1: unknown role " + "[" * 57 + "..."]
+
+
+def test_util_inspect_text_nested_deeply_is_refused() -> None:
+    """Found by: aiagent-debug, deep_nesting of a debug block (the recursive reader of
+    ``util.inspect`` text: unreadable records, and blocks read differently in pieces)."""
+    with pytest.raises(InspectError, match="nested more than 100 levels deep"):
+        parse_inspect("[" * DEEP + "]" * DEEP)
+    assert parse_inspect("{ a: " + "[ " * 50 + "1" + " ]" * 50 + " }") == {
+        "a": orjson.loads("[" * 50 + "1" + "]" * 50)
+    }
+
+
+# -- fixed: values of the wrong type ------------------------------------------------------------
+
+
+def test_codex_records_whose_type_is_a_list_are_read() -> None:
+    """Found by: codex, wrong_types (``kind in TURN_END`` with a list: unreadable records)."""
+    meta = {"type": "session_meta", "payload": {"id": "s", "cli_version": "0.169.0"}}
+    event = {"type": "event_msg", "payload": {"type": ["task_complete"]}}
+    content = {"type": [], "text": "x"}
+    item = {
+        "type": "response_item",
+        "payload": {"type": "message", "role": "user", "content": [content]},
+    }
+    events = read(get_format("codex"), line(meta) + line(event) + line(item))
+    assert not crashes(events)
+    assert any(isinstance(e, LogLine) and e.text == "event_msg" for e in events)
+
+
+def test_chat_parts_whose_type_is_a_list_are_read() -> None:
+    """Found by: openai-chat and anthropic-messages, wrong_types (``kind in TEXT_TYPES`` with
+    a list: unreadable messages)."""
+    for name in ("openai-chat", "anthropic-messages"):
+        message = {"role": "user", "content": [{"type": ["text"], "text": "x"}]}
+        events = read(get_format(name), line(message))
+        assert not crashes(events), name
+        (added,) = [e for e in events if isinstance(e, MessageAdded)]
+        assert added.message.parts[0].type is PartType.ATTACHMENT  # kept whole
+
+
+# -- fixed: bytes lost without a word -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["openai-chat", "anthropic-messages", "swe-agent", "openhands"])
+def test_a_document_that_does_not_parse_is_one_issue_spanning_it(name: str) -> None:
+    """Found by: bit_flips in pretty-printed documents: the issue pointed at where parsing
+    stopped (or nowhere), and no event held the rest of the document."""
+    data = b'[\n  {"role": "user",\n   "content": "hi" oops},\n  {"role": "user"}\n]\n'
+    events = read(get_format(name), data)
+    (issue,) = issues(events)
+    assert issue.reason.startswith("not valid JSON")
+    assert issue.span == SourceSpan(
+        offset=0, length=len(data.rstrip(b"\n")) + (name != "openhands"), line=1
+    )
+    assert (issue.line, issue.offset) != (1, 0)  # where parsing stopped
+
+
+def test_a_second_native_header_is_noted() -> None:
+    """Found by: native, duplicated_or_reordered (a header again: nothing said)."""
+    header = line({"format": "ctx-inspect", "version": 1})
+    marker = line({"type": "marker", "text": "m"})
+    events = read(get_format("native"), header + marker + header + marker)
+    assert [e.type for e in events] == ["marker", "issue", "marker"]
+    assert [i.line for i in issues(events)] == [3]
+    events = read(get_format("native"), marker + header)
+    assert [e.type for e in events] == ["issue", "marker", "issue"]
+
+
+def test_an_opencode_run_step_finish_without_tokens_is_a_log_line() -> None:
+    """Found by: opencode-run, wrong_types (a step_finish without tokens: its line in no event)."""
+    start = {"type": "step_start", "timestamp": 1, "sessionID": "s", "part": {"id": "p1"}}
+    finish = {"type": "step_finish", "timestamp": 2, "sessionID": "s", "part": None}
+    data = line(start) + line(finish)
+    events = read(get_format("opencode-run"), data)
+    logs = [e for e in events if isinstance(e, LogLine)]
+    assert [(e.text, e.span and e.span.line) for e in logs] == [
+        ("step finished without token figures", 2)
+    ]
+    finish["part"] = {"tokens": {"input": 5, "output": 1}}
+    events = read(get_format("opencode-run"), data.split(b"\n")[0] + b"\n" + line(finish))
+    (usage,) = [e for e in events if isinstance(e, UsageReported)]
+    assert usage.span is not None and usage.span.line == 2
+
+
+# -- fixed: a reader's failure escaping, inputs that hang, damaged databases --------------------
+
+
+class _ScanFails(LineParser):
+    two_phase = True
+
+    @staticmethod
+    def scan_line(line: memoryview) -> Any:
+        raise TypeError("unhashable type: 'list'")
+
+    def parse_line(self, line: bytes, span: SourceSpan) -> Iterable[Event]:
+        return [LogLine(text=line.decode(), span=span)]
+
+
+def test_a_scan_that_fails_leaves_the_line_to_parse_line() -> None:
+    """Found by: claude-code, wrong_types read without bodies (``feed_entries`` let the
+    scan's TypeError out: a traceback from ``stats --no-exact``)."""
+    parser = _ScanFails(0, "x")
+    assert [e.text for e in parser.feed_entries(b"one\ntwo\n") if isinstance(e, LogLine)] == [
+        "one",
+        "two",
+    ]
+
+
+def read_in_time(name: str, data: bytes, timeout: float = 60) -> list[str]:
+    """The event types a reader gives for ``data``, read in another process that must be done
+    within ``timeout`` seconds (a regular expression stuck in C cannot be stopped here)."""
+    code = (
+        "import sys\n"
+        "from inspector.formats.registry import get_format\n"
+        f"parser = get_format({name!r}).make_parser()\n"
+        "events = parser.feed(sys.stdin.buffer.read()) + parser.finish()\n"
+        "print(' '.join(e.type for e in events))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], input=data, capture_output=True, timeout=timeout, check=True
+    )
+    return result.stdout.decode().split()
+
+
+def test_opencode_log_lines_of_megabytes_are_read_at_once() -> None:
+    """Found by: opencode-log, huge_line (a line of times without a level, or of long words:
+    two regular expressions took time growing with the square of the line's length)."""
+    times = b"12:00:00 x " * 200_000 + b"\n"
+    words = b"level=info " + b"x" * 200_000 + b" message=m\n"
+    assert read_in_time("opencode-log", times + words) == ["issue", "log"]
+
+
+def damaged_schema(path: Path, table: str) -> Path:
+    """A database whose schema names a table with bytes that are not UTF-8 (SQLite's error
+    message quotes them)."""
+    con = sqlite3.connect(path)
+    con.execute(f"CREATE TABLE {table} (id TEXT)")
+    con.execute("PRAGMA writable_schema=ON")
+    con.execute(
+        "UPDATE sqlite_master SET name = CAST(? AS TEXT), sql = ? WHERE name = ?",
+        (table.encode() + b"\xce", f"CREATE TABLE {table} (id TEXT", table),
+    )
+    con.commit()
+    con.close()
+    return path
+
+
+def test_a_database_with_a_damaged_schema_is_an_issue(tmp_path: Path) -> None:
+    """Found by: opencode-data, bit_flips of opencode.db (Python's sqlite3 raised
+    UnicodeDecodeError for SQLite's message: a traceback)."""
+    for reader, name in ((read_opencode, "opencode.db"), (read_fifth, "context.db")):
+        (session,) = reader(damaged_schema(tmp_path / name, "session"))
+        (issue,) = issues(session.events)
+        assert issue.reason == (
+            "cannot open the database: database disk image is malformed (a damaged schema)"
+        )
+        check_commands(tmp_path / name, [])
+
+
+# -- known: readers being rewritten elsewhere ---------------------------------------------------
+
+
+def known(name: str) -> pytest.MarkDecorator:
+    return pytest.mark.xfail(strict=True, reason=KNOWN[name].why)
+
+
+def assert_read_well(name: str, data: bytes) -> None:
+    check_reading(get_format(name), data, [len(data) // 2])
+
+
+@known("goagent-log")
+def test_known_goagent_log_hangs_on_a_run_of_blanks() -> None:
+    data = b'[INFO] 2026-02-12T10:30:00 "msg"' + b" " * 100_000 + b"x\n"
+    try:
+        read_in_time("goagent-log", data, timeout=10)
+    except subprocess.TimeoutExpired:
+        pytest.fail("goagent-log: no result for a 100 kB line after 10 s")
+
+
+GO_SESSION = (
+    b'{"type":"session","version":1,"id":"s","timestamp":"2026-02-12T02:30:00Z","cwd":"/w"}\n'
+)
+
+
+def go_message_end(message: dict[str, Any]) -> bytes:
+    return GO_SESSION + line({"type": "message_end", "eventAt": 1, "message": message})
+
+
+@known("goagent-events")
+def test_known_goagent_events_stop_reason_that_is_a_list() -> None:
+    message = {"role": "assistant", "content": [], "usage": {"input": 1}, "stopReason": []}
+    assert_read_well("goagent-events", go_message_end(message))
+
+
+@known("goagent-events")
+def test_known_goagent_events_role_nested_deeply() -> None:
+    assert_read_well("goagent-events", go_message_end({"role": deep(), "content": []}))
+
+
+def claude_assistant(stream: bool) -> bytes:
+    message = {"id": "m", "role": "assistant", "content": [{"type": ["text"], "text": "x"}]}
+    record = {"type": "assistant", "uuid": "a1", "sessionId": "s", "message": message}
+    if stream:
+        record = {**record, "session_id": "s"}
+    return line(record)
+
+
+@known("claude-code")
+def test_known_claude_code_content_block_type_that_is_a_list() -> None:
+    assert_read_well("claude-code", claude_assistant(stream=False))
+
+
+@known("claude-code-stream")
+def test_known_claude_code_stream_content_block_type_that_is_a_list() -> None:
+    init = line({"type": "system", "subtype": "init", "session_id": "s", "model": "m"})
+    assert_read_well("claude-code-stream", init + claude_assistant(stream=True))
+
+
+@known("baseagent-events")
+def test_known_baseagent_events_item_type_nested_deeply() -> None:
+    data = line({"type": "item.completed", "item": {"id": "i", "type": deep()}})
+    assert_read_well("baseagent-events", data)
+
+
+@known("codex-exec")
+def test_known_codex_exec_item_type_nested_deeply() -> None:
+    started = line({"type": "thread.started", "thread_id": "t"})
+    data = started + line({"type": "item.completed", "item": {"id": "i", "type": deep()}})
+    assert_read_well("codex-exec", data)

@@ -1,0 +1,458 @@
+"""Every input format fuzzed: mutated real inputs never crash a reader, hang, lose bytes
+without a word or make a command fail with a traceback.
+
+Seeds are our fixtures (``tests/data``) and, when it is here, the real samples of the shared
+corpus (read in place, a window of each). Mutations (``tests/hostile/fuzz.py``): bits flipped,
+a cut at a random point, invalid UTF-8, NUL bytes, a line of megabytes, JSON nested 100,000
+levels deep (and just under the limits of the JSON reader and of Python's recursion), JSON
+values of the wrong type in the fields a record has, null everywhere, records repeated or
+reordered, other line ends; rows and files of databases and folders changed, removed or damaged.
+
+What each reader promises (``inspector/formats/base.py``):
+
+- it never raises on bad data, and its own failures (a reader bug, caught so that the rest of
+  the file is read) do not happen either: bad data becomes a ``ParseIssue`` saying what is wrong;
+- fed the bytes in pieces cut anywhere, it gives the events it gives for them whole, and so does
+  ``feed_entries`` (the reading without bodies, for ``stats --no-exact``);
+- every byte is accounted for: each non-blank line is in an event's span, or it changes what is
+  read (a line of a JSON document, a part of a message held until its request ends); a line
+  that no event points at and that changes nothing was dropped without a word;
+- a line longer than the reader's limit is skipped with an issue, holding no more than the
+  limit in memory.
+
+And the whole path a user takes, ``ctx-inspect stats --json`` and ``replay --json`` (format
+detected or forced, any profile), exits 0 or 2, never with a traceback.
+
+How long. The examples are the same on every run (derived from each test: a failure is
+reproduced by running the test again; CI is stable). ``CTX_FUZZ_EXAMPLES=N`` runs N examples
+per test instead of the few below (``CTX_FUZZ_EXAMPLES=2000`` for a long search), and
+``CTX_FUZZ_RANDOM=1`` draws new examples on each run. A reader that hangs is found by the
+watchdog: after ``CTX_FUZZ_HANG`` seconds (300) on one example the run stops, printing where
+every thread was.
+
+Readers being rewritten elsewhere (``KNOWN``) are fuzzed without the mutations that find their
+known failures; each such failure is one exact case below, marked ``xfail(strict=True)``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import faulthandler
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
+
+from inspector.cli import main
+from inspector.core.model import ParseIssue
+from inspector.core.profiles import profile_names
+from inspector.errors import InputError
+from inspector.formats.base import DocumentParser, LineParser
+from inspector.formats.chat_common import ChatParser
+from inspector.formats.registry import FormatSpec, all_formats, get_format
+from tests.hostile.fuzz import (
+    MUTATIONS,
+    Seed,
+    comparable,
+    dropped_lines,
+    mutate,
+    mutate_input,
+    read,
+    seeds,
+    snapshot_seeds,
+    stream_formats,
+)
+
+T = TypeVar("T")
+
+EXAMPLES = int(os.environ.get("CTX_FUZZ_EXAMPLES") or 0)
+RANDOM = bool(os.environ.get("CTX_FUZZ_RANDOM"))
+HANG_SECONDS = float(os.environ.get("CTX_FUZZ_HANG") or 300)
+# examples per test when CTX_FUZZ_EXAMPLES is not set: about a minute for the whole module
+READING_EXAMPLES = 100
+CORPUS_READING_EXAMPLES = 40
+COMMAND_EXAMPLES = 15
+SNAPSHOT_EXAMPLES = 25
+
+# a reader's own failure, caught by the safety net (``LineParser``, ``ChatParser``)
+CRASHES = ("unreadable record (", "unreadable message (")
+
+
+@dataclass(frozen=True)
+class Known:
+    """Failures of a reader being rewritten on another branch: the mutations that find them
+    are left out of its fuzzing until the failures are fixed (each has an exact case below)."""
+
+    avoid: frozenset[str]
+    why: str
+
+
+# (the exact cases are in test_fuzz_findings.py, marked xfail(strict=True))
+KNOWN: dict[str, Known] = {
+    "goagent-log": Known(
+        frozenset({"huge_line"}),
+        "goagent.py _ATTR: time growing with the square of a run of blanks in a line (a hang)",
+    ),
+    "goagent-events": Known(
+        frozenset({"wrong_types", "deep_nesting"}),
+        "goagent.py go_usage: a stopReason that is a list does not hash (TypeError); "
+        "convert_message: repr of a role nested 1,000 deep (RecursionError)",
+    ),
+    "claude-code": Known(
+        frozenset({"wrong_types"}),
+        "claude_code.py _assistant_parts / scan_line: a content block whose type is a list or "
+        "an object does not hash (TypeError)",
+    ),
+    "claude-code-stream": Known(
+        frozenset({"wrong_types"}),
+        "claude_code.py _assistant_parts: a content block type that is a list (TypeError)",
+    ),
+    "baseagent-events": Known(
+        frozenset({"deep_nesting"}),
+        "baseagent.py BaseAgentEventsParser._item: an item type nested 1,000 deep written "
+        "into a log line's text (RecursionError)",
+    ),
+    "codex-exec": Known(
+        frozenset({"deep_nesting"}),
+        "baseagent.py BaseAgentEventsParser._item (codex-exec's base): an item type nested "
+        "1,000 deep written into a log line's text (RecursionError)",
+    ),
+}
+
+STREAMS = [spec.name for spec in stream_formats()]
+SNAPSHOTS = sorted(snapshot_seeds())
+
+
+def fuzzing(examples: int) -> settings:
+    return settings(
+        max_examples=EXAMPLES or examples,
+        # a generous bound: an example is read in well under a second; the watchdog stops a hang
+        deadline=timedelta(seconds=60),
+        derandomize=not RANDOM,
+        database=None,
+        print_blob=True,
+        suppress_health_check=[
+            HealthCheck.too_slow,
+            HealthCheck.data_too_large,
+            HealthCheck.large_base_example,
+            HealthCheck.function_scoped_fixture,
+        ],
+    )
+
+
+class Draws:
+    """The mutations' decisions, drawn by hypothesis (so that a failure shrinks)."""
+
+    def __init__(self, data: st.DataObject) -> None:
+        self.data = data
+
+    def integer(self, low: int, high: int) -> int:
+        return self.data.draw(st.integers(low, high))
+
+    def choice(self, options: Sequence[T]) -> T:
+        return options[self.integer(0, len(options) - 1)]  # an index: short to print
+
+
+_REPORT_FD: list[int] = []  # where the watchdog writes: standard error as it was before pytest
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _hang_report(pytestconfig: pytest.Config) -> Iterator[None]:
+    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+        _REPORT_FD.append(os.dup(2))
+    yield
+    os.close(_REPORT_FD.pop())
+
+
+@contextlib.contextmanager
+def watchdog() -> Iterator[None]:
+    """Stop the run, printing every thread's stack, when one example hangs (a regular
+    expression stuck in C code cannot be interrupted any other way)."""
+    faulthandler.dump_traceback_later(HANG_SECONDS, exit=True, file=_REPORT_FD[-1])
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+
+
+@contextlib.contextmanager
+def room_to_compare() -> Iterator[None]:
+    """Recursion enough to compare events holding values nested 1,000 deep (the readers are
+    never run with it: their recursion is what a user's run has)."""
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, 20_000))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
+
+
+def same(a: Any, b: Any) -> bool:
+    with room_to_compare():
+        return bool(a == b) or repr(a) == repr(b)  # NaN is not equal to itself
+
+
+def mutated(spec: FormatSpec, pool: list[Seed], c: Draws) -> tuple[Seed, list[str], bytes]:
+    seed = c.choice(pool)
+    allowed = [m for m in MUTATIONS if m not in KNOWN.get(spec.name, NO_KNOWN).avoid]
+    names = [c.choice(allowed) for _ in range(c.integer(1, 3))]
+    return seed, names, mutate(seed.read(c), c, names)
+
+
+NO_KNOWN = Known(frozenset(), "")
+
+
+def check_reading(spec: FormatSpec, data: bytes, cuts: Sequence[int]) -> None:
+    """Everything a reader promises about one input (see the module's docstring)."""
+    whole = read(spec, data)
+    crashes = [
+        e.reason for e in whole if isinstance(e, ParseIssue) and e.reason.startswith(CRASHES)
+    ]
+    assert not crashes, f"the reader failed on a record: {crashes[:3]}"
+    pieces = read(spec, data, cuts)
+    assert same(pieces, whole), f"fed in pieces cut at {list(cuts)}, other events"
+    entries = read(spec, data, cuts, entries=True)
+    assert same(comparable(entries), comparable(whole)), "feed_entries gives other events"
+    dropped = dropped_lines(spec, data, whole)
+    assert not dropped, f"lines {dropped} are dropped without a word"
+
+
+def cuts_of(data: bytes, c: Draws) -> list[int]:
+    return sorted(c.integer(0, len(data)) for _ in range(c.integer(1, 6)))
+
+
+# -- every format is fuzzed ---------------------------------------------------------------------
+
+
+def test_every_registered_format_is_fuzzed() -> None:
+    names = {spec.name for spec in all_formats()}
+    stream = {spec.name for spec in all_formats() if spec.parser is not None}
+    assert set(STREAMS) == stream
+    whole = {spec.name for spec in all_formats() if spec.parser is None}
+    assert whole <= set(SNAPSHOTS), "a format read whole has no inputs to fuzz"
+    assert set(SNAPSHOTS) <= names
+    for name in STREAMS:
+        assert [s for s in seeds()[name] if not s.corpus], f"{name}: no fixture to start from"
+
+
+# -- reading ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", STREAMS)
+@fuzzing(READING_EXAMPLES)
+@given(data=st.data())
+def test_reading_mutated_fixtures(name: str, data: st.DataObject) -> None:
+    spec = get_format(name)
+    c = Draws(data)
+    seed, names, raw = mutated(spec, [s for s in seeds()[name] if not s.corpus], c)
+    note(f"{seed.label} through {names}: {len(raw)} bytes")
+    with watchdog():
+        check_reading(spec, raw, cuts_of(raw, c))
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("name", STREAMS)
+@fuzzing(CORPUS_READING_EXAMPLES)
+@given(data=st.data())
+def test_reading_mutated_real_files(name: str, corpus: Path, data: st.DataObject) -> None:
+    pool = [s for s in seeds()[name] if s.corpus]
+    if not pool:
+        pytest.skip(f"the corpus holds no real {name} input")
+    spec = get_format(name)
+    c = Draws(data)
+    seed, names, raw = mutated(spec, pool, c)
+    note(f"{seed.label} through {names}: {len(raw)} bytes")
+    with watchdog():
+        check_reading(spec, raw, cuts_of(raw, c))
+
+
+# -- the commands -------------------------------------------------------------------------------
+
+
+def run_main(args: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(args)
+    return code, out.getvalue(), err.getvalue()
+
+
+def check_commands(path: Path, options: list[str]) -> None:
+    """``stats --json`` and ``replay --json`` exit 0 or 2, print JSON lines, and say what is
+    wrong on one line each (a traceback would have raised out of ``main``)."""
+    for command in (["stats", "--json"], ["replay", "--json"]):
+        code, out, err = run_main([*command, *options, str(path)])
+        assert code in (0, 2), (command, code, err[-2000:])
+        lines = err.splitlines()
+        assert all(line.startswith("ctx-inspect: ") for line in lines), err[-2000:]
+        assert code == 0 or lines, f"{command[0]} exits 2 without saying why"
+        for line in out.splitlines():
+            json.loads(line)
+
+
+def command_options(name: str, c: Draws) -> list[str]:
+    options = ["--format", name] if c.integer(0, 1) else []
+    profile = c.choice([None, *profile_names()])
+    return options + (["--profile", profile] if profile else [])
+
+
+@pytest.mark.parametrize("source", ["fixtures", "corpus"])
+@pytest.mark.parametrize("name", STREAMS)
+@fuzzing(COMMAND_EXAMPLES)
+@given(data=st.data())
+def test_the_commands_on_mutated_inputs(
+    name: str, source: str, request: pytest.FixtureRequest, data: st.DataObject
+) -> None:
+    if source == "corpus":
+        request.getfixturevalue("corpus")
+    pool = [s for s in seeds()[name] if s.corpus == (source == "corpus")]
+    if not pool:
+        pytest.skip(f"the corpus holds no real {name} input")
+    spec = get_format(name)
+    c = Draws(data)
+    seed, names, raw = mutated(spec, pool, c)
+    options = command_options(name, c)
+    note(f"{seed.label} through {names}: {len(raw)} bytes; options {options}")
+    with tempfile.TemporaryDirectory() as folder, watchdog():
+        path = Path(folder) / seed.path.name
+        path.write_bytes(raw)
+        check_commands(path, options)
+
+
+# -- inputs read whole: databases and folders ---------------------------------------------------
+
+
+@pytest.mark.parametrize("name", SNAPSHOTS)
+@fuzzing(SNAPSHOT_EXAMPLES)
+@given(data=st.data())
+def test_inputs_read_whole_mutated(name: str, data: st.DataObject) -> None:
+    """A database or a folder with rows, files and pages changed: read into sessions and
+    issues (or refused with one line), never a traceback."""
+    spec = get_format(name)
+    c = Draws(data)
+    seed = c.choice(snapshot_seeds()[name])
+    with tempfile.TemporaryDirectory() as folder, watchdog():
+        path = seed.make(Path(folder))
+        done = [mutate_input(path, c) for _ in range(c.integer(1, 3))]
+        note(f"{seed.label}: {done}")
+        assert spec.snapshot is not None
+        with contextlib.suppress(InputError):
+            spec.snapshot(path)
+        check_commands(path, command_options(name, c))
+
+
+# -- bounded memory -----------------------------------------------------------------------------
+
+LIMIT = 256 * 1024  # the line limit the readers are given here (64 MiB by default)
+HUGE = 16 * LIMIT  # a line this long, fed in pieces of PIECE bytes
+PIECE = 64 * 1024
+
+
+def line_seed(name: str) -> bytes:
+    """A fixture of the format read line by line (for the chat formats: JSON Lines)."""
+    for seed in seeds()[name]:
+        raw = seed.read()
+        if seed.corpus or raw.count(b"\n") < 2:
+            continue
+        first = raw.split(b"\n", 1)[0].strip()
+        reads_documents = name in ("openai-chat", "anthropic-messages", "openhands")
+        if not reads_documents or (first.startswith(b"{") and first.endswith(b"}")):
+            return raw
+    raise AssertionError(f"{name}: no fixture of several lines")
+
+
+@pytest.mark.parametrize(
+    "name", [n for n in STREAMS if issubclass(get_format(n).parser or object, LineParser)]
+)
+def test_a_line_past_the_limit_is_skipped_in_bounded_memory(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tracemalloc
+
+    spec = get_format(name)
+    assert spec.parser is not None and issubclass(spec.parser, LineParser)
+    assert spec.parser.max_line_bytes <= 64 * 1024 * 1024
+    monkeypatch.setattr(spec.parser, "max_line_bytes", LIMIT)
+    seed = line_seed(name)
+    first, rest = seed.split(b"\n", 1)
+    parser = spec.make_parser(0, "huge")
+    events = parser.feed(first + b"\n")
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        for _ in range(HUGE // PIECE):
+            events += parser.feed(b'{"x": "' + b"y" * (PIECE - 7))
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    events += parser.feed(b"\n" + rest)
+    events += parser.finish()
+    assert peak < LIMIT + 4 * PIECE, f"{peak} bytes held for a line past the limit"
+    too_long = [e for e in events if isinstance(e, ParseIssue) and "line too long" in e.reason]
+    assert len(too_long) == 1, [e for e in events if isinstance(e, ParseIssue)]
+    assert too_long[0].span is not None and too_long[0].span.length == HUGE
+
+
+@pytest.mark.parametrize(
+    "name",
+    [n for n in STREAMS if issubclass(get_format(n).parser or object, DocumentParser | ChatParser)],
+)
+def test_a_document_past_the_limit_is_not_held(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tracemalloc
+
+    spec = get_format(name)
+    assert spec.parser is not None
+    monkeypatch.setattr(spec.parser, "max_document_bytes", LIMIT)
+    parser = spec.make_parser(0, "huge.json")
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        events = parser.feed(b'[{"role": "user", "content": "')
+        for _ in range(HUGE // PIECE):
+            events += parser.feed(b"y" * PIECE)
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    events += parser.feed(b'"}]\n') + parser.finish()
+    assert peak < LIMIT + 4 * PIECE, f"{peak} bytes held for a document past the limit"
+    assert [e.reason for e in events if isinstance(e, ParseIssue)] == [
+        f"document too large ({HUGE + 34} bytes); not read"
+    ]
+
+
+# -- known failures of readers being rewritten elsewhere ----------------------------------------
+
+
+def read_elsewhere(name: str, data: bytes, timeout: float = 60) -> str:
+    """The ``check_reading`` of ``data`` in another process (a reader that hangs in C code
+    cannot be stopped in this one): "" when it holds, else what failed."""
+    code = (
+        "import sys\n"
+        "from inspector.formats.registry import get_format\n"
+        "from tests.hostile.test_fuzz_formats import check_reading\n"
+        "data = sys.stdin.buffer.read()\n"
+        f"check_reading(get_format({name!r}), data, [len(data) // 2])\n"
+    )
+    root = Path(__file__).parents[2]
+    try:
+        result = subprocess.run(
+            [sys.executable, "-c", code],
+            input=data,
+            capture_output=True,
+            timeout=timeout,
+            cwd=root,
+        )
+    except subprocess.TimeoutExpired:
+        return f"no result after {timeout:.0f} s"
+    return "" if result.returncode == 0 else result.stderr.decode(errors="replace")[-3000:]
