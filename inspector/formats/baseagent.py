@@ -101,7 +101,7 @@ from inspector.core.model import (
     SessionInfo,
     SourceSpan,
 )
-from inspector.formats.base import LineParser, decode_text
+from inspector.formats.base import LineParser, decode_text, shown
 from inspector.formats.jsinspect import strip_ansi
 from inspector.formats.registry import FormatSpec, Head, register
 
@@ -643,7 +643,7 @@ class BaseAgentEventsParser(LineParser):
                 return self._call(item_id, command, span)
             return [self._result(item_id, command, item, span)]
         self._after_text = False
-        return [LogLine(text=f"{kind} {item_type}", tag=kind, span=span)]
+        return [LogLine(text=f"{kind} {shown(item_type, quoted=False)}", tag=kind, span=span)]
 
     def _call(self, item_id: str, command: str, span: SourceSpan) -> list[Event]:
         m = _COMMAND.match(command)

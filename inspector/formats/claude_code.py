@@ -496,7 +496,7 @@ def _scan_assistant(obj: dict[str, Any]) -> tuple[Any, ...] | None:
                     size += n
                     pieces += 1
                 continue
-            btype = block.get("type")
+            btype = _str(block.get("type"))  # a list would not even hash
             if btype == "text" or btype == "thinking":
                 body = block.get(btype)
                 if body and isinstance(body, str):
@@ -1326,7 +1326,7 @@ class ClaudeCodeParser(LineParser):
                     _part(PartType.TEXT, block) if isinstance(block, str) else _unknown_block(block)
                 )
                 continue
-            btype = block.get("type")
+            btype = _str(block.get("type"))  # a list would not even hash
             if btype == "text":
                 parts.append(_part(PartType.TEXT, _str(block.get("text")) or ""))
             elif btype == "thinking":

@@ -34,7 +34,7 @@ from inspector.core.model import (
     SessionInfo,
     SourceSpan,
 )
-from inspector.formats.base import compact_json
+from inspector.formats.base import compact_json, shown
 from inspector.formats.baseagent import BaseAgentEventsParser
 from inspector.formats.registry import FormatSpec, Head, register
 
@@ -98,7 +98,8 @@ class CodexExecParser(BaseAgentEventsParser):
     def _tool_item(
         self, kind: str, item_type: str, item_id: str, item: dict[str, Any], span: SourceSpan
     ) -> list[Event]:
-        name = item.get("tool") or item.get("server") or item_type
+        found = item.get("tool") or item.get("server") or item_type
+        name = found if isinstance(found, str) else shown(found, quoted=False)
         arguments = {
             k: v for k, v in item.items() if k not in ("id", "type", "status", "result", "error")
         }

@@ -97,7 +97,7 @@ from inspector.core.model import (
     UsageReported,
 )
 from inspector.core.policies.goagent import LINES_MARKER, recorded_cut
-from inspector.formats.base import LineParser, decode_text
+from inspector.formats.base import LineParser, decode_text, shown
 from inspector.formats.chat_common import (
     as_int,
     as_str,
@@ -164,7 +164,8 @@ def nano_time(value: Any) -> str | None:
 
 def go_usage(raw: dict[str, Any]) -> Usage | None:
     """An assistant message's usage; None when aborted / failed or when every figure is 0."""
-    if raw.get("stopReason") in NO_USAGE_STOPS:
+    stop = raw.get("stopReason")
+    if isinstance(stop, str) and stop in NO_USAGE_STOPS:  # a list would not even hash
         return None
     usage = raw.get("usage")
     if not isinstance(usage, dict):
@@ -223,7 +224,7 @@ def convert_message(raw: Any, message_id: str, timestamp: str | None = None) -> 
     role_name = raw.get("role")
     role = ROLES.get(role_name) if isinstance(role_name, str) else None
     if role is None:
-        return f"unknown role {role_name!r}"
+        return f"unknown role {shown(role_name)}"
     content = raw.get("content")
     if content is not None and not isinstance(content, list):
         return f"content is {type_name(content)}, not a list of blocks"
@@ -817,7 +818,8 @@ def _sample(head: Head) -> _Sample:
             sample.entries += 1
         elif (
             etype is None
-            and obj.get("role") in ROLES
+            and isinstance(obj.get("role"), str)
+            and obj["role"] in ROLES
             and isinstance(obj.get("content"), list)
             and isinstance(obj.get("timestamp"), int)
             and (obj.get("role") == "toolResult" or isinstance(obj.get("metadata"), dict))
@@ -848,7 +850,9 @@ LOG_LINE = re.compile(
     r'(?: (?P<src>[^\s"]+:\d+))? '
     r'"(?P<msg>(?:[^"\\]|\\.)*)"(?P<attrs>.*)$'
 )
-_ATTR = re.compile(r'\s+(?P<key>[^\s="]+)=(?P<value>"(?:[^"\\]|\\.)*"|\S*)')
+# a key starts after a blank (a lookbehind: ``\s+`` in the pattern would scan a run of blanks
+# again from each of them, time growing with the square of the run's length)
+_ATTR = re.compile(r'(?<=\s)(?P<key>[^\s="]+)=(?P<value>"(?:[^"\\]|\\.)*"|\S*)')
 _GO_ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[0-7]{3}|.)")
 _SIMPLE_ESCAPES = {
     "a": "\a",

@@ -30,8 +30,7 @@ per test instead of the few below (``CTX_FUZZ_EXAMPLES=2000`` for a long search)
 watchdog: after ``CTX_FUZZ_HANG`` seconds (300) on one example the run stops, printing where
 every thread was.
 
-Readers being rewritten elsewhere (``KNOWN``) are fuzzed without the mutations that find their
-known failures; each such failure is one exact case below, marked ``xfail(strict=True)``.
+What the fuzzing found is kept as exact cases in ``test_fuzz_findings.py``.
 """
 
 from __future__ import annotations
@@ -41,11 +40,9 @@ import faulthandler
 import io
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
@@ -88,47 +85,6 @@ SNAPSHOT_EXAMPLES = 25
 # a reader's own failure, caught by the safety net (``LineParser``, ``ChatParser``)
 CRASHES = ("unreadable record (", "unreadable message (")
 
-
-@dataclass(frozen=True)
-class Known:
-    """Failures of a reader being rewritten on another branch: the mutations that find them
-    are left out of its fuzzing until the failures are fixed (each has an exact case below)."""
-
-    avoid: frozenset[str]
-    why: str
-
-
-# (the exact cases are in test_fuzz_findings.py, marked xfail(strict=True))
-KNOWN: dict[str, Known] = {
-    "goagent-log": Known(
-        frozenset({"huge_line"}),
-        "goagent.py _ATTR: time growing with the square of a run of blanks in a line (a hang)",
-    ),
-    "goagent-events": Known(
-        frozenset({"wrong_types", "deep_nesting"}),
-        "goagent.py go_usage: a stopReason that is a list does not hash (TypeError); "
-        "convert_message: repr of a role nested 1,000 deep (RecursionError)",
-    ),
-    "claude-code": Known(
-        frozenset({"wrong_types"}),
-        "claude_code.py _assistant_parts / scan_line: a content block whose type is a list or "
-        "an object does not hash (TypeError)",
-    ),
-    "claude-code-stream": Known(
-        frozenset({"wrong_types"}),
-        "claude_code.py _assistant_parts: a content block type that is a list (TypeError)",
-    ),
-    "baseagent-events": Known(
-        frozenset({"deep_nesting"}),
-        "baseagent.py BaseAgentEventsParser._item: an item type nested 1,000 deep written "
-        "into a log line's text (RecursionError)",
-    ),
-    "codex-exec": Known(
-        frozenset({"deep_nesting"}),
-        "baseagent.py BaseAgentEventsParser._item (codex-exec's base): an item type nested "
-        "1,000 deep written into a log line's text (RecursionError)",
-    ),
-}
 
 STREAMS = [spec.name for spec in stream_formats()]
 SNAPSHOTS = sorted(snapshot_seeds())
@@ -204,14 +160,10 @@ def same(a: Any, b: Any) -> bool:
         return bool(a == b) or repr(a) == repr(b)  # NaN is not equal to itself
 
 
-def mutated(spec: FormatSpec, pool: list[Seed], c: Draws) -> tuple[Seed, list[str], bytes]:
+def mutated(pool: list[Seed], c: Draws) -> tuple[Seed, list[str], bytes]:
     seed = c.choice(pool)
-    allowed = [m for m in MUTATIONS if m not in KNOWN.get(spec.name, NO_KNOWN).avoid]
-    names = [c.choice(allowed) for _ in range(c.integer(1, 3))]
+    names = [c.choice(list(MUTATIONS)) for _ in range(c.integer(1, 3))]
     return seed, names, mutate(seed.read(c), c, names)
-
-
-NO_KNOWN = Known(frozenset(), "")
 
 
 def check_reading(spec: FormatSpec, data: bytes, cuts: Sequence[int]) -> None:
@@ -256,7 +208,7 @@ def test_every_registered_format_is_fuzzed() -> None:
 def test_reading_mutated_fixtures(name: str, data: st.DataObject) -> None:
     spec = get_format(name)
     c = Draws(data)
-    seed, names, raw = mutated(spec, [s for s in seeds()[name] if not s.corpus], c)
+    seed, names, raw = mutated([s for s in seeds()[name] if not s.corpus], c)
     note(f"{seed.label} through {names}: {len(raw)} bytes")
     with watchdog():
         check_reading(spec, raw, cuts_of(raw, c))
@@ -272,7 +224,7 @@ def test_reading_mutated_real_files(name: str, corpus: Path, data: st.DataObject
         pytest.skip(f"the corpus holds no real {name} input")
     spec = get_format(name)
     c = Draws(data)
-    seed, names, raw = mutated(spec, pool, c)
+    seed, names, raw = mutated(pool, c)
     note(f"{seed.label} through {names}: {len(raw)} bytes")
     with watchdog():
         check_reading(spec, raw, cuts_of(raw, c))
@@ -319,9 +271,8 @@ def test_the_commands_on_mutated_inputs(
     pool = [s for s in seeds()[name] if s.corpus == (source == "corpus")]
     if not pool:
         pytest.skip(f"the corpus holds no real {name} input")
-    spec = get_format(name)
     c = Draws(data)
-    seed, names, raw = mutated(spec, pool, c)
+    seed, names, raw = mutated(pool, c)
     options = command_options(name, c)
     note(f"{seed.label} through {names}: {len(raw)} bytes; options {options}")
     with tempfile.TemporaryDirectory() as folder, watchdog():
@@ -429,30 +380,3 @@ def test_a_document_past_the_limit_is_not_held(name: str, monkeypatch: pytest.Mo
     assert [e.reason for e in events if isinstance(e, ParseIssue)] == [
         f"document too large ({HUGE + 34} bytes); not read"
     ]
-
-
-# -- known failures of readers being rewritten elsewhere ----------------------------------------
-
-
-def read_elsewhere(name: str, data: bytes, timeout: float = 60) -> str:
-    """The ``check_reading`` of ``data`` in another process (a reader that hangs in C code
-    cannot be stopped in this one): "" when it holds, else what failed."""
-    code = (
-        "import sys\n"
-        "from inspector.formats.registry import get_format\n"
-        "from tests.hostile.test_fuzz_formats import check_reading\n"
-        "data = sys.stdin.buffer.read()\n"
-        f"check_reading(get_format({name!r}), data, [len(data) // 2])\n"
-    )
-    root = Path(__file__).parents[2]
-    try:
-        result = subprocess.run(
-            [sys.executable, "-c", code],
-            input=data,
-            capture_output=True,
-            timeout=timeout,
-            cwd=root,
-        )
-    except subprocess.TimeoutExpired:
-        return f"no result after {timeout:.0f} s"
-    return "" if result.returncode == 0 else result.stderr.decode(errors="replace")[-3000:]
