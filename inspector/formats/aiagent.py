@@ -627,10 +627,12 @@ class _Interpreter:
                 return None
             self.notice = held.final
             try:
-                events = [self.log(held.rec), *self._events(rec)]
+                events = self._events(rec)
             finally:
                 self.notice = None
-            return self._filtered(rec, events)
+            # each record filtered on its own: in a sub-agent's thread the held record's log
+            # line must not stand for this record, whose final turn is then left out
+            return [*self._filtered(held.rec, [self.log(held.rec)]), *self._filtered(rec, events)]
         d = rec.details
         if (
             held.stored is None

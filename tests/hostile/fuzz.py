@@ -24,6 +24,7 @@ from typing import Any, Protocol, TypeVar
 import orjson
 
 from inspector.core.model import MessageAdded, SourceSpan
+from inspector.core.packed import entry_event
 from inspector.core.session import MessageEntry
 from inspector.errors import InputError
 from inspector.formats.native import FORMAT_TAG
@@ -525,10 +526,11 @@ def _span(item: Any) -> tuple[int, int] | None:
 
 
 def comparable(items: Sequence[Any]) -> list[Any]:
-    """Events with messages reduced to what a ``MessageEntry`` holds, so that what ``feed``
-    gives and what ``feed_entries`` gives can be compared."""
+    """Events with messages reduced to what a ``MessageEntry`` holds, and the other entries
+    (``RequestEntry``, ``UsageEntry``, ``LogEntry``) made the events they stand for, so that
+    what ``feed`` gives and what ``feed_entries`` gives can be compared."""
     out: list[Any] = []
-    for item in items:
+    for item in map(entry_event, items):
         if isinstance(item, MessageEntry):
             out.append(
                 (

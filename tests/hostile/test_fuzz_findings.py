@@ -1,6 +1,5 @@
 """What fuzzing the formats found (``test_fuzz_formats.py``), each as the exact case that shows
-it: the failures fixed, and those of readers being rewritten elsewhere (``xfail(strict=True)``:
-they pass, and must then lose the mark, once those readers are fixed).
+it, fixed: a case here fails without its fix.
 
 Values nested ``DEEP`` levels are the usual trigger: the JSON reader takes up to 1,024 levels,
 and any Python code that recurses over such a value (``repr``, ``==``, ``copy.deepcopy``,
@@ -26,9 +25,11 @@ from inspector.core.model import (
     MessageAdded,
     ParseIssue,
     PartType,
+    RequestSent,
     SourceSpan,
     UsageReported,
 )
+from inspector.core.packed import RequestEntry, UsageEntry
 from inspector.formats.base import LineParser
 from inspector.formats.chat_common import compact_json
 from inspector.formats.fifth import read_database as read_fifth
@@ -37,7 +38,7 @@ from inspector.formats.jsinspect import InspectError, parse_inspect
 from inspector.formats.opencode import read_database as read_opencode
 from inspector.formats.opencode import read_storage
 from inspector.formats.registry import get_format
-from tests.hostile.fuzz import read
+from tests.hostile.fuzz import comparable, read
 from tests.hostile.test_fuzz_formats import check_commands, check_reading
 
 DATA = Path(__file__).parents[1] / "data"
@@ -230,6 +231,21 @@ def test_an_opencode_run_step_finish_without_tokens_is_a_log_line() -> None:
 # -- fixed: a reader's failure escaping, inputs that hang, damaged databases --------------------
 
 
+def test_an_ai_agent_final_turn_notice_in_a_thread_is_kept() -> None:
+    """Found by: aiagent-log, duplicated_or_reordered (a sub-agent's line first makes the main
+    agent's lines a thread of their own; there a "Final turn detected" line held for the
+    "Context limit exceeded" line after it stood for both, and the second was dropped)."""
+    lines = (DATA / "aiagent" / "log_guard.log").read_bytes().split(b"\n")
+    lines[0], lines[4] = lines[4], lines[0]  # the sub-agent's request first
+    data = b"\n".join(lines)
+    assert b"agent_path=reviewer:helper" in lines[0]
+    assert b"Final turn detected" in lines[6] and b"Context limit exceeded" in lines[7]
+    events = read(get_format("aiagent-log"), data)
+    logs = [e for e in events if isinstance(e, LogLine) and e.span is not None]
+    assert {e.span.line for e in logs if e.span is not None} >= {7, 8}  # both lines
+    check_reading(get_format("aiagent-log"), data, [len(data) // 2])
+
+
 class _ScanFails(LineParser):
     two_phase = True
 
@@ -249,6 +265,20 @@ def test_a_scan_that_fails_leaves_the_line_to_parse_line() -> None:
         "one",
         "two",
     ]
+
+
+def test_entries_read_without_bodies_stand_for_the_events_read_whole() -> None:
+    """Found by: claude-code, bit_flips of the first line (``feed_entries`` gives a response's
+    request and usage as ``RequestEntry`` / ``UsageEntry``, which the fuzzing's comparison
+    took for other events: the reader was right, the check was not)."""
+    spec = get_format("claude-code")
+    data = bytearray((DATA / "claude_code" / "compaction.jsonl").read_bytes())
+    data[0] ^= 1  # '{' -> 'z': the first line does not parse, the session's facts come later
+    entries = read(spec, bytes(data), [0], entries=True)
+    kinds = {type(e) for e in entries}
+    assert {RequestEntry, UsageEntry, RequestSent, UsageReported} <= kinds
+    assert comparable(entries) == comparable(read(spec, bytes(data)))
+    check_reading(spec, bytes(data), [0])
 
 
 def read_in_time(name: str, data: bytes, timeout: float = 60) -> list[str]:
