@@ -744,6 +744,8 @@ def _mutate_row(path: Path, c: Choices) -> str:
             for (name,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
             if not name.startswith("sqlite_")
         ]
+        if not tables:  # an earlier mutation cut the file to nothing, or to its header
+            return "no table to change"
         table = c.choice(tables)
         rows = [rowid for (rowid,) in con.execute(f'SELECT rowid FROM "{table}"')]
         if not rows:

@@ -9,6 +9,7 @@ and any Python code that recurses over such a value (``repr``, ``==``, ``copy.de
 from __future__ import annotations
 
 import json
+import random
 import sqlite3
 import subprocess
 import sys
@@ -38,7 +39,7 @@ from inspector.formats.jsinspect import InspectError, parse_inspect
 from inspector.formats.opencode import read_database as read_opencode
 from inspector.formats.opencode import read_storage
 from inspector.formats.registry import get_format
-from tests.hostile.fuzz import comparable, read
+from tests.hostile.fuzz import RandomChoices, _mutate_row, comparable, read
 from tests.hostile.test_fuzz_formats import check_commands, check_reading
 
 DATA = Path(__file__).parents[1] / "data"
@@ -330,6 +331,18 @@ def test_a_database_with_a_damaged_schema_is_an_issue(tmp_path: Path) -> None:
             "cannot open the database: database disk image is malformed (a damaged schema)"
         )
         check_commands(tmp_path / name, [])
+
+
+def test_a_database_cut_to_nothing_is_read_and_mutated_again(tmp_path: Path) -> None:
+    """Found by: opencode-db and fifth-db, truncation of the file then a row changed (the
+    fuzzing's row mutation chose among no tables: the harness failed, not the reader)."""
+    for reader, name in ((read_opencode, "opencode.db"), (read_fifth, "context.db")):
+        path = tmp_path / name
+        path.write_bytes(b"")
+        assert _mutate_row(path, RandomChoices(random.Random(0))) == "no table to change"
+        (session,) = reader(path)
+        assert not crashes(session.events)
+        check_commands(path, [])
 
 
 # -- fixed: the goagent, claude_code and baseagent readers ------------------------------------
