@@ -32,8 +32,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from inspector.config import build_profile  # noqa: E402
-from inspector.core.model import (  # noqa: E402
+from ctx_inspect.app.config import build_profile  # noqa: E402
+from ctx_inspect.app.loader import counter_for, open_inputs  # noqa: E402
+from ctx_inspect.app.sweeper import SweepInput, run_sweep  # noqa: E402
+from ctx_inspect.core.model import (  # noqa: E402
     Event,
     Message,
     MessageAdded,
@@ -45,14 +47,12 @@ from inspector.core.model import (  # noqa: E402
     Usage,
     UsageReported,
 )
-from inspector.core.profiles import PROFILE_NAMES, Profile  # noqa: E402
-from inspector.core.replay import replay  # noqa: E402
-from inspector.core.summarize import LocalSummarizer, forget_memos  # noqa: E402
-from inspector.core.sweep import grid  # noqa: E402
-from inspector.core.tokens import TokenCounter  # noqa: E402
-from inspector.formats.native import write_events  # noqa: E402
-from inspector.loader import counter_for, open_inputs  # noqa: E402
-from inspector.sweeper import SweepInput, run_sweep  # noqa: E402
+from ctx_inspect.core.profiles import PROFILE_NAMES, Profile  # noqa: E402
+from ctx_inspect.core.replay import replay  # noqa: E402
+from ctx_inspect.core.summarize import LocalSummarizer, forget_memos  # noqa: E402
+from ctx_inspect.core.sweep import grid  # noqa: E402
+from ctx_inspect.core.tokens import TokenCounter  # noqa: E402
+from ctx_inspect.formats.native import write_events  # noqa: E402
 
 DATA = ROOT / "bench" / "data"
 WORDS = [

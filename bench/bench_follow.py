@@ -2,7 +2,7 @@
 
 A writer process appends one line every ``--interval-ms`` (20 ms) holding the wall-clock time
 of its write; the reader follows the file through the real watching path
-(``inspector.sources.follow.follow``: watchfiles on the file's folder, then ``poll()``) and, for
+(``ctx_inspect.sources.follow.follow``: watchfiles on the file's folder, then ``poll()``) and, for
 each complete line it is given, records delivery time minus write time. Prints the median, p90,
 p99 and max for each mode:
 
@@ -39,7 +39,7 @@ from pathlib import Path
 
 import watchfiles
 
-from inspector.sources.follow import (
+from ctx_inspect.sources.follow import (
     DEBOUNCE_MS,
     POLL_DELAY_MS,
     POLL_INTERVAL,

@@ -35,7 +35,7 @@ import orjson
 
 HERE = Path(__file__).resolve().parent
 TEMPLATE = HERE.parent / "tests" / "data" / "claude_code" / "typical.jsonl"
-CLI = [sys.executable, "-m", "inspector.cli"]
+CLI = [sys.executable, "-m", "ctx_inspect.cli"]
 
 
 def write_sessions(folder: Path, count: int) -> None:

@@ -1,4 +1,4 @@
-"""What making input text safe for a terminal costs (``inspector.safe_text``).
+"""What making input text safe for a terminal costs (``ctx_inspect.safe_text``).
 
 Each kind of line is made visible many times; the figure is the time per line and its ratio to
 a reference run in the same process on the same lines: one ``re.sub`` over the C0 and C1
@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from inspector.safe_text import json_text, visible  # noqa: E402
+from ctx_inspect.safe_text import json_text, visible  # noqa: E402
 
 LINES = {
     "code, ASCII": "    return read_config('/etc/app/conf.toml')"

@@ -11,7 +11,7 @@ memory: a chat transcript of ``--gb`` GB, a message of ~1 KB per line, every rep
 provider's usage (a request and a usage report per two messages), read once: peak memory
 (the process's high-water mark), time, and messages per second.
 
-``--source DIR`` runs the same commands with the ``inspector`` package found in DIR (another
+``--source DIR`` runs the same commands with the ``ctx_inspect`` package found in DIR (another
 checkout, e.g. an older commit extracted with ``git archive``), for before/after figures. Inputs
 are generated in a temporary folder (``--data DIR`` to keep and reuse them).
 
@@ -101,7 +101,7 @@ def run_stats(path: Path, source: Path | None) -> dict[str, float]:
     env = dict(os.environ)
     if source is not None:
         env["PYTHONPATH"] = str(source)
-    command = [sys.executable, "-m", "inspector", "stats", "--no-exact", "--json", str(path)]
+    command = [sys.executable, "-m", "ctx_inspect", "stats", "--no-exact", "--json", str(path)]
     started = time.perf_counter()
     with tempfile.TemporaryFile() as out:
         child = subprocess.Popen(command, stdout=out, stderr=subprocess.PIPE, env=env, cwd="/")

@@ -34,10 +34,10 @@ from typing import Any
 
 import orjson
 
-from inspector.config import build_profile
-from inspector.core.stats import RunFacts, summarize
-from inspector.formats import base
-from inspector.loader import open_inputs
+from ctx_inspect.app.config import build_profile
+from ctx_inspect.app.loader import open_inputs
+from ctx_inspect.core.stats import RunFacts, summarize
+from ctx_inspect.formats import base
 
 DEFAULT_FILE = Path(__file__).parent / "data" / "claude_code_1024m_seed7.jsonl"
 TARGET_RATIO = 1.5

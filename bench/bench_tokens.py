@@ -31,8 +31,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from inspector.core import tokens
-from inspector.core.tokens import ENCODINGS, TokenCounter
+from ctx_inspect.core import tokens
+from ctx_inspect.core.tokens import ENCODINGS, TokenCounter
 
 MIN_BYTES = 50
 MAX_BYTES = 40_000

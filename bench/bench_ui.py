@@ -34,12 +34,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from inspector.config import build_profile  # noqa: E402
-from inspector.core.model import Event  # noqa: E402
-from inspector.demo import DemoAgent  # noqa: E402
-from inspector.formats.native import write_events  # noqa: E402
-from inspector.ui.app import InspectorApp, OpenRequest  # noqa: E402
-from inspector.ui.widgets.timeline_view import TimelineView  # noqa: E402
+from ctx_inspect.app.config import build_profile  # noqa: E402
+from ctx_inspect.app.demo import DemoAgent  # noqa: E402
+from ctx_inspect.core.model import Event  # noqa: E402
+from ctx_inspect.formats.native import write_events  # noqa: E402
+from ctx_inspect.ui.app import InspectorApp, OpenRequest  # noqa: E402
+from ctx_inspect.ui.widgets.timeline_view import TimelineView  # noqa: E402
 
 
 def steps(count: int) -> list[list[Event]]:
@@ -205,8 +205,8 @@ def percentile(values: list[float], share: float) -> float:
 async def measure_million(messages: int) -> dict[str, float]:
     import resource
 
-    from inspector.ui.widgets.message_detail import MessageDetail
-    from inspector.ui.widgets.messages_view import MessagesView
+    from ctx_inspect.ui.widgets.message_detail import MessageDetail
+    from ctx_inspect.ui.widgets.messages_view import MessagesView
 
     path = generate_million(ROOT / "bench" / "data" / f"ui-{messages}.jsonl", messages)
     started = time.perf_counter()

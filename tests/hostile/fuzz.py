@@ -23,12 +23,12 @@ from typing import Any, Protocol, TypeVar
 
 import orjson
 
-from inspector.core.model import MessageAdded, SourceSpan
-from inspector.core.packed import entry_event
-from inspector.core.session import MessageEntry
-from inspector.errors import InputError
-from inspector.formats.native import FORMAT_TAG
-from inspector.formats.registry import FormatSpec, all_formats, detect
+from ctx_inspect.core.model import MessageAdded, SourceSpan
+from ctx_inspect.core.packed import entry_event
+from ctx_inspect.core.session import MessageEntry
+from ctx_inspect.errors import InputError
+from ctx_inspect.formats.native import FORMAT_TAG
+from ctx_inspect.formats.registry import FormatSpec, all_formats, detect
 
 DATA = Path(__file__).parents[1] / "data"
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"

@@ -14,12 +14,12 @@ from textual.command import CommandPalette
 from textual.pilot import Pilot
 from textual.widgets import Select
 
-from inspector.ui.app import InspectorApp
-from inspector.ui.screens.action_picker import ActionPicker
-from inspector.ui.screens.diff_screen import DiffScreen, ExportScreen
-from inspector.ui.screens.explain_screen import ExplainScreen
-from inspector.ui.screens.help_screen import HelpScreen
-from inspector.ui.screens.tune_screen import TuneScreen
+from ctx_inspect.ui.app import InspectorApp
+from ctx_inspect.ui.screens.action_picker import ActionPicker
+from ctx_inspect.ui.screens.diff_screen import DiffScreen, ExportScreen
+from ctx_inspect.ui.screens.explain_screen import ExplainScreen
+from ctx_inspect.ui.screens.help_screen import HelpScreen
+from ctx_inspect.ui.screens.tune_screen import TuneScreen
 from tests.hostile.inputs import HOSTILE, HOSTILE_NAME, all_inputs, leaks
 from tests.ui.test_diff_screen import open_app, wait_for
 
@@ -178,8 +178,8 @@ async def test_notifications_are_plain_text(tmp_path: Path) -> None:
 
 async def test_an_error_naming_a_path_with_markup_is_plain(tmp_path: Path) -> None:
     """A configuration file that is not there, named with markup: explaining reports it."""
-    from inspector.config import build_profile
-    from inspector.ui.app import OpenRequest
+    from ctx_inspect.app.config import build_profile
+    from ctx_inspect.ui.app import OpenRequest
     from tests.hostile.inputs import native_file
 
     path = native_file(tmp_path)

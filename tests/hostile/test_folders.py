@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 
-from inspector import loader
-from inspector.cli import main
-from inspector.config import build_profile
-from inspector.ui.app import InspectorApp, OpenRequest
+from ctx_inspect.app import loader
+from ctx_inspect.app.config import build_profile
+from ctx_inspect.cli import main
+from ctx_inspect.ui.app import InspectorApp, OpenRequest
 
 DATA = Path(__file__).parents[1] / "data"
 SESSION = DATA / "claude_code" / "typical.jsonl"

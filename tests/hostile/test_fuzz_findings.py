@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 import pytest
 
-from inspector.core.model import (
+from ctx_inspect.core.model import (
     Event,
     LogLine,
     MessageAdded,
@@ -30,15 +30,15 @@ from inspector.core.model import (
     SourceSpan,
     UsageReported,
 )
-from inspector.core.packed import RequestEntry, UsageEntry
-from inspector.formats.base import LineParser
-from inspector.formats.chat_common import compact_json
-from inspector.formats.fifth import read_database as read_fifth
-from inspector.formats.goagent import log_attrs
-from inspector.formats.jsinspect import InspectError, parse_inspect
-from inspector.formats.opencode import read_database as read_opencode
-from inspector.formats.opencode import read_storage
-from inspector.formats.registry import get_format
+from ctx_inspect.core.packed import RequestEntry, UsageEntry
+from ctx_inspect.formats.base import LineParser
+from ctx_inspect.formats.chat_common import compact_json
+from ctx_inspect.formats.fifth import read_database as read_fifth
+from ctx_inspect.formats.goagent import log_attrs
+from ctx_inspect.formats.jsinspect import InspectError, parse_inspect
+from ctx_inspect.formats.opencode import read_database as read_opencode
+from ctx_inspect.formats.opencode import read_storage
+from ctx_inspect.formats.registry import get_format
 from tests.hostile.fuzz import RandomChoices, _mutate_row, comparable, read
 from tests.hostile.test_fuzz_formats import check_commands, check_reading
 
@@ -287,7 +287,7 @@ def read_in_time(name: str, data: bytes, timeout: float = 60) -> list[str]:
     within ``timeout`` seconds (a regular expression stuck in C cannot be stopped here)."""
     code = (
         "import sys\n"
-        "from inspector.formats.registry import get_format\n"
+        "from ctx_inspect.formats.registry import get_format\n"
         f"parser = get_format({name!r}).make_parser()\n"
         "events = parser.feed(sys.stdin.buffer.read()) + parser.finish()\n"
         "print(' '.join(e.type for e in events))\n"

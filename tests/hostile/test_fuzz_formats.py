@@ -8,7 +8,7 @@ levels deep (and just under the limits of the JSON reader and of Python's recurs
 values of the wrong type in the fields a record has, null everywhere, records repeated or
 reordered, other line ends; rows and files of databases and folders changed, removed or damaged.
 
-What each reader promises (``inspector/formats/base.py``):
+What each reader promises (``ctx_inspect/formats/base.py``):
 
 - it never raises on bad data, and its own failures (a reader bug, caught so that the rest of
   the file is read) do not happen either: bad data becomes a ``ParseIssue`` saying what is wrong;
@@ -51,13 +51,13 @@ import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
-from inspector.cli import main
-from inspector.core.model import ParseIssue
-from inspector.core.profiles import profile_names
-from inspector.errors import InputError
-from inspector.formats.base import DocumentParser, LineParser
-from inspector.formats.chat_common import ChatParser
-from inspector.formats.registry import FormatSpec, all_formats, get_format
+from ctx_inspect.cli import main
+from ctx_inspect.core.model import ParseIssue
+from ctx_inspect.core.profiles import profile_names
+from ctx_inspect.errors import InputError
+from ctx_inspect.formats.base import DocumentParser, LineParser
+from ctx_inspect.formats.chat_common import ChatParser
+from ctx_inspect.formats.registry import FormatSpec, all_formats, get_format
 from tests.hostile.fuzz import (
     MUTATIONS,
     Seed,

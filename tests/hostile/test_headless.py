@@ -11,8 +11,8 @@ from typing import IO
 
 import pytest
 
-from inspector.cli import main
-from inspector.render import console
+from ctx_inspect.cli import main
+from ctx_inspect.render import console
 from tests.hostile.inputs import (
     HOSTILE,
     HOSTILE_NAME,
@@ -187,7 +187,7 @@ def test_stats_follow_shows_controls(tmp_path: Path, as_json: bool) -> None:
     path = native_file(tmp_path)
     flags = ["--json"] if as_json else []
     proc = subprocess.Popen(
-        [sys.executable, "-m", "inspector", "stats", "--follow", *flags, "--no-exact", str(path)],
+        [sys.executable, "-m", "ctx_inspect", "stats", "--follow", *flags, "--no-exact", str(path)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )

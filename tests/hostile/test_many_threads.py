@@ -11,17 +11,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from inspector.config import build_profile
-from inspector.core.model import MessageKind, Role, SourceSpan
-from inspector.core.session import MessageEntry, Session
-from inspector.formats.registry import FormatSpec
-from inspector.loader import (
+from ctx_inspect.app.config import build_profile
+from ctx_inspect.app.loader import (
     LoadedSession,
     iter_inputs,
     load_session,
     resolve_format,
     split_threads,
 )
+from ctx_inspect.core.model import MessageKind, Role, SourceSpan
+from ctx_inspect.core.session import MessageEntry, Session
+from ctx_inspect.formats.registry import FormatSpec
 
 CONVERSATIONS = 100_000
 

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from inspector.config import build_profile
-from inspector.core.session import Session, StepTable
-from inspector.core.stats import RunFacts, summarize
-from inspector.loader import LoadedSession, open_inputs
+from ctx_inspect.app.config import build_profile
+from ctx_inspect.app.loader import LoadedSession, open_inputs
+from ctx_inspect.core.session import Session, StepTable
+from ctx_inspect.core.stats import RunFacts, summarize
 
 # docs/architecture.md, "Sessions keep columns, not bodies"
 BYTES_PER_MESSAGE = 250

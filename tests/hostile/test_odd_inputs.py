@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from inspector.cli import main
-from inspector.config import build_profile
-from inspector.errors import InputError
-from inspector.ui.app import InspectorApp, OpenRequest
+from ctx_inspect.app.config import build_profile
+from ctx_inspect.cli import main
+from ctx_inspect.errors import InputError
+from ctx_inspect.ui.app import InspectorApp, OpenRequest
 
 DATA = Path(__file__).parents[1] / "data"
 SESSION = DATA / "claude_code" / "compaction.jsonl"  # message bodies, a compaction to explain
@@ -41,7 +41,7 @@ def cli(args: list[str], stdin: bytes | int | None = None) -> subprocess.Complet
     if stdin is None:
         kwargs = {"stdin": subprocess.DEVNULL}
     result = subprocess.run(
-        [sys.executable, "-m", "inspector", *args],
+        [sys.executable, "-m", "ctx_inspect", *args],
         capture_output=True,
         timeout=TIMEOUT,
         **kwargs,
@@ -138,7 +138,7 @@ def test_fifo(command: str, expected: dict[str, list[Any]], tmp_path: Path) -> N
 @pytest.mark.parametrize("command", ["stats", "diff"])
 def test_process_substitution(command: str, expected: dict[str, list[Any]]) -> None:
     args = " ".join(COMMANDS[command])
-    script = f'exec "{sys.executable}" -m inspector {args} <(cat "{SESSION}")'
+    script = f'exec "{sys.executable}" -m ctx_inspect {args} <(cat "{SESSION}")'
     result = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=TIMEOUT)
     check_output(result, expected[command])
 
@@ -192,7 +192,7 @@ def test_follow_a_stream_shows_lines_as_they_come(tmp_path: Path) -> None:
     lines = SESSION.read_bytes().splitlines(keepends=True)
     half = len(lines) // 2
     proc = subprocess.Popen(
-        [sys.executable, "-m", "inspector", "stats", "--follow", "--json", "--no-exact", "-"],
+        [sys.executable, "-m", "ctx_inspect", "stats", "--follow", "--json", "--no-exact", "-"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -251,7 +251,7 @@ def test_a_terminal_on_standard_input_is_refused(monkeypatch: pytest.MonkeyPatch
     try:
         with os.fdopen(os.dup(follower), "rb") as tty:
             monkeypatch.setattr(sys, "stdin", tty)
-            from inspector.sources.stream import Spool
+            from ctx_inspect.sources.stream import Spool
 
             with pytest.raises(InputError, match="terminal"):
                 Spool("-")
@@ -282,7 +282,7 @@ def run_main(args: list[str]) -> tuple[int, str, str]:
 def test_fifo_nobody_writes_to_is_refused(
     args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("inspector.sources.stream.FIRST_BYTE_WAIT", 0.5)
+    monkeypatch.setattr("ctx_inspect.sources.stream.FIRST_BYTE_WAIT", 0.5)
     fifo = tmp_path / "silent.fifo"
     os.mkfifo(fifo)
     code, out, err = run_main([*args, str(fifo)])
@@ -356,7 +356,7 @@ async def test_dashboard_on_standard_input(
 async def test_dashboard_on_a_silent_fifo_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("inspector.sources.stream.FIRST_BYTE_WAIT", 0.5)
+    monkeypatch.setattr("ctx_inspect.sources.stream.FIRST_BYTE_WAIT", 0.5)
     fifo = tmp_path / "silent.fifo"
     os.mkfifo(fifo)
     app = InspectorApp(request(fifo))

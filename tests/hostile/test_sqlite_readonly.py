@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 
-from inspector.cli import main
-from inspector.config import build_profile
-from inspector.formats import fifth, opencode
-from inspector.formats.registry import detect
-from inspector.live import open_live
+from ctx_inspect.app.config import build_profile
+from ctx_inspect.app.live import open_live
+from ctx_inspect.cli import main
+from ctx_inspect.formats import fifth, opencode
+from ctx_inspect.formats.registry import detect
 from tests.unit.test_format_fifth import make_db
 from tests.unit.test_format_opencode import build_db
 

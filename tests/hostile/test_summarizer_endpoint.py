@@ -23,16 +23,16 @@ import pytest
 from textual.widgets import Static, TextArea
 from textual.widgets._toast import Toast
 
-from inspector.cli import main
-from inspector.config import build_profile
-from inspector.core.model import Message, Part, PartType, Role
-from inspector.core.policies.base import Summarizer
-from inspector.core.summarize import summarizer_from_config
-from inspector.errors import InspectorError
-from inspector.ui.app import InspectorApp, OpenRequest
-from inspector.ui.screens.action_picker import ActionPicker
-from inspector.ui.screens.explain_screen import ExplainScreen
-from inspector.ui.screens.tune_screen import SweepForm, TuneScreen
+from ctx_inspect.app.config import build_profile
+from ctx_inspect.cli import main
+from ctx_inspect.core.model import Message, Part, PartType, Role
+from ctx_inspect.core.policies.base import Summarizer
+from ctx_inspect.core.summarize import summarizer_from_config
+from ctx_inspect.errors import InspectorError
+from ctx_inspect.ui.app import InspectorApp, OpenRequest
+from ctx_inspect.ui.screens.action_picker import ActionPicker
+from ctx_inspect.ui.screens.explain_screen import ExplainScreen
+from ctx_inspect.ui.screens.tune_screen import SweepForm, TuneScreen
 from tests.ui.test_diff_screen import SIZE, loaded, wait_for
 
 DATA = Path(__file__).parents[1] / "data"

@@ -7,14 +7,14 @@ import asyncio
 import json
 from pathlib import Path
 
-from inspector.config import build_profile
-from inspector.core.window import Zone
-from inspector.demo import demo_batches
-from inspector.formats.native import write_events
-from inspector.ui.app import InspectorApp, OpenRequest
-from inspector.ui.widgets.counters_panel import CountersPanel
-from inspector.ui.widgets.timeline_view import TimelineView
-from inspector.ui.widgets.zone_gauge import ZoneGauge
+from ctx_inspect.app.config import build_profile
+from ctx_inspect.app.demo import demo_batches
+from ctx_inspect.core.window import Zone
+from ctx_inspect.formats.native import write_events
+from ctx_inspect.ui.app import InspectorApp, OpenRequest
+from ctx_inspect.ui.widgets.counters_panel import CountersPanel
+from ctx_inspect.ui.widgets.timeline_view import TimelineView
+from ctx_inspect.ui.widgets.zone_gauge import ZoneGauge
 
 DATA = Path(__file__).parents[1] / "data"
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import App, ComposeResult
 
-from inspector.core.counters import Counters
-from inspector.core.model import GuardStatus
-from inspector.core.window import LimitParts, Zone
-from inspector.ui.widgets.counters_panel import CountersPanel
+from ctx_inspect.core.counters import Counters
+from ctx_inspect.core.model import GuardStatus
+from ctx_inspect.core.window import LimitParts, Zone
+from ctx_inspect.ui.widgets.counters_panel import CountersPanel
 
 WIDTH = 100
 PARTS = LimitParts(window=200_000, buffer=8_192, max_output=50_000)

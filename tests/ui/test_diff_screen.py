@@ -10,15 +10,15 @@ from typing import Any
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Select, Static
 
-from inspector.config import build_profile
-from inspector.core.policies.base import ItemStatus
-from inspector.core.profiles import make_profile
-from inspector.loader import open_inputs
-from inspector.ui.app import InspectorApp, OpenRequest
-from inspector.ui.screens.action_picker import ActionPicker
-from inspector.ui.screens.diff_screen import DiffScreen, ExportScreen, default_export_path
-from inspector.ui.state import SessionState
-from inspector.ui.widgets.header_bar import HeaderBar
+from ctx_inspect.app.config import build_profile
+from ctx_inspect.app.loader import open_inputs
+from ctx_inspect.core.policies.base import ItemStatus
+from ctx_inspect.core.profiles import make_profile
+from ctx_inspect.ui.app import InspectorApp, OpenRequest
+from ctx_inspect.ui.screens.action_picker import ActionPicker
+from ctx_inspect.ui.screens.diff_screen import DiffScreen, ExportScreen, default_export_path
+from ctx_inspect.ui.state import SessionState
+from ctx_inspect.ui.widgets.header_bar import HeaderBar
 
 SIZE = (120, 40)
 DATA = Path(__file__).resolve().parents[1] / "data"

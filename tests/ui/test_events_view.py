@@ -7,7 +7,7 @@ import asyncio
 from textual import events, on
 from textual.app import App, ComposeResult
 
-from inspector.ui.widgets.events_view import EventRow, EventsFilter, EventsView, event_matcher
+from ctx_inspect.ui.widgets.events_view import EventRow, EventsFilter, EventsView, event_matcher
 
 WIDTH, HEIGHT = 100, 30
 KINDS = ("debug", "log", "guard", "compaction", "prune", "tool_output", "final_turn", "usage")
@@ -216,10 +216,10 @@ def test_the_placeholders_topic_filter_finds_the_agents_topics() -> None:
     blocks ai-agent printed under that topic."""
     from pathlib import Path
 
-    from inspector.config import build_profile
-    from inspector.formats import registry
-    from inspector.loader import load_session
-    from inspector.ui.state import SessionState
+    from ctx_inspect.app.config import build_profile
+    from ctx_inspect.app.loader import load_session
+    from ctx_inspect.formats import registry
+    from ctx_inspect.ui.state import SessionState
 
     path = Path(__file__).parents[1] / "data" / "aiagent" / "debug.log"
     loaded = load_session(

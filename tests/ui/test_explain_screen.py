@@ -7,9 +7,9 @@ from pathlib import Path
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Static
 
-from inspector.ui.screens.explain_screen import ExplainScreen
-from inspector.ui.screens.tune_screen import TuneScreen
-from inspector.ui.widgets.counters_panel import CountersPanel
+from ctx_inspect.ui.screens.explain_screen import ExplainScreen
+from ctx_inspect.ui.screens.tune_screen import TuneScreen
+from ctx_inspect.ui.widgets.counters_panel import CountersPanel
 from tests.ui.test_diff_screen import DATA, SIZE, loaded, make_chat, open_app, wait_for
 
 

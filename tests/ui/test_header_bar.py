@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import App, ComposeResult
 
-from inspector.ui.widgets.header_bar import HeaderBar, shorten_left
+from ctx_inspect.ui.widgets.header_bar import HeaderBar, shorten_left
 
 LONG = "/home/user/projects/agents/runs/2024-11-21/a-session-with-a-long-name.jsonl"
 

@@ -6,12 +6,12 @@ from textual.command import CommandPalette
 from textual.screen import Screen
 from textual.widgets import Static
 
-from inspector.ui.app import InspectorApp
-from inspector.ui.commands import InspectorCommands, bindings_of, palette_commands, resolve
-from inspector.ui.screens.dashboard import DashboardScreen
-from inspector.ui.screens.explain_screen import ExplainScreen
-from inspector.ui.screens.help_screen import HelpScreen, group_of
-from inspector.ui.screens.tune_screen import TuneScreen
+from ctx_inspect.ui.app import InspectorApp
+from ctx_inspect.ui.commands import InspectorCommands, bindings_of, palette_commands, resolve
+from ctx_inspect.ui.screens.dashboard import DashboardScreen
+from ctx_inspect.ui.screens.explain_screen import ExplainScreen
+from ctx_inspect.ui.screens.help_screen import HelpScreen, group_of
+from ctx_inspect.ui.screens.tune_screen import TuneScreen
 from tests.ui.test_diff_screen import DATA, SIZE, loaded, open_app, wait_for
 
 LOG = DATA / "aiagent" / "log.log"

@@ -9,8 +9,8 @@ import time
 
 from textual.app import App, ComposeResult
 
-from inspector.core.model import Message, MessageKind, Part, PartType, Role
-from inspector.ui.widgets.message_detail import MessageDetail, human_bytes, pretty_json
+from ctx_inspect.core.model import Message, MessageKind, Part, PartType, Role
+from ctx_inspect.ui.widgets.message_detail import MessageDetail, human_bytes, pretty_json
 
 WIDTH, HEIGHT = 100, 30
 ADVERSARIAL = (

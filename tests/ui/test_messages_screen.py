@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from inspector.config import build_profile
-from inspector.core.model import Event, Message, MessageAdded, Part, PartType, RequestSent, Role
-from inspector.formats.native import write_events
-from inspector.ui.app import InspectorApp, OpenRequest
-from inspector.ui.screens.messages import MessagesScreen
-from inspector.ui.widgets.message_detail import MessageDetail
-from inspector.ui.widgets.messages_view import MessagesView
+from ctx_inspect.app.config import build_profile
+from ctx_inspect.core.model import Event, Message, MessageAdded, Part, PartType, RequestSent, Role
+from ctx_inspect.formats.native import write_events
+from ctx_inspect.ui.app import InspectorApp, OpenRequest
+from ctx_inspect.ui.screens.messages import MessagesScreen
+from ctx_inspect.ui.widgets.message_detail import MessageDetail
+from ctx_inspect.ui.widgets.messages_view import MessagesView
 
 from .test_app import wait_for
 

@@ -8,7 +8,7 @@ from textual.app import App, ComposeResult
 from textual.color import Color
 from textual.geometry import Offset
 
-from inspector.ui.widgets.messages_view import MessageRow, MessagesView
+from ctx_inspect.ui.widgets.messages_view import MessageRow, MessagesView
 
 WIDTH, HEIGHT = 100, 30
 ADVERSARIAL_TOOL = "[b]x[/b]\x1b[31m\x07"

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from rich.cells import cell_len
 from rich.console import Console
 
-from inspector.ui import plain
+from ctx_inspect.ui import plain
 
 ADVERSARIAL = (
     "[bold]red[/bold] [link=http://x]l[/link] \x1b[31mred\x1b[0m "

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-from inspector.ui.screens.diff_screen import DiffScreen
+from ctx_inspect.ui.screens.diff_screen import DiffScreen
 from tests.ui.test_diff_screen import SIZE, loaded, make_chat, open_app, preview, wait_for
 
 

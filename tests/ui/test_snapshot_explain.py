@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-from inspector.ui.screens.explain_screen import ExplainScreen
+from ctx_inspect.ui.screens.explain_screen import ExplainScreen
 from tests.ui.test_diff_screen import DATA, SIZE, loaded, open_app, wait_for
 
 

@@ -8,10 +8,10 @@ from typing import Any
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 
-from inspector.core.model import Message, MessageKind, Part, PartType, Role
-from inspector.ui.widgets.events_view import EventRow, EventsView
-from inspector.ui.widgets.message_detail import MessageDetail
-from inspector.ui.widgets.messages_view import MessageRow, MessagesView
+from ctx_inspect.core.model import Message, MessageKind, Part, PartType, Role
+from ctx_inspect.ui.widgets.events_view import EventRow, EventsView
+from ctx_inspect.ui.widgets.message_detail import MessageDetail
+from ctx_inspect.ui.widgets.messages_view import MessageRow, MessagesView
 
 SIZE = (100, 30)
 SnapCompare = Callable[..., bool]

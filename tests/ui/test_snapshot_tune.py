@@ -9,7 +9,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input
 
-from inspector.ui.screens.tune_screen import TuneScreen
+from ctx_inspect.ui.screens.tune_screen import TuneScreen
 from tests.ui.test_diff_screen import SIZE, loaded, make_chat, open_app, wait_for
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from inspector.config import build_profile
-from inspector.demo import write_demo_session
-from inspector.ui.app import InspectorApp, OpenRequest
+from ctx_inspect.app.config import build_profile
+from ctx_inspect.app.demo import write_demo_session
+from ctx_inspect.ui.app import InspectorApp, OpenRequest
 
 SIZE = (130, 42)
 

@@ -9,14 +9,14 @@ import pytest
 from textual.app import App, ComposeResult
 from textual.widgets import Footer
 
-from inspector.core.counters import Counters
-from inspector.core.model import GuardStatus
-from inspector.core.window import LimitParts, Zone
-from inspector.ui.themes import DEFAULT_THEME, load_themes
-from inspector.ui.widgets.counters_panel import CountersPanel
-from inspector.ui.widgets.header_bar import HeaderBar
-from inspector.ui.widgets.timeline_view import TimelinePoint, TimelineView
-from inspector.ui.widgets.zone_gauge import ZoneGauge
+from ctx_inspect.core.counters import Counters
+from ctx_inspect.core.model import GuardStatus
+from ctx_inspect.core.window import LimitParts, Zone
+from ctx_inspect.ui.themes import DEFAULT_THEME, load_themes
+from ctx_inspect.ui.widgets.counters_panel import CountersPanel
+from ctx_inspect.ui.widgets.header_bar import HeaderBar
+from ctx_inspect.ui.widgets.timeline_view import TimelinePoint, TimelineView
+from ctx_inspect.ui.widgets.zone_gauge import ZoneGauge
 
 SnapCompare = Callable[..., bool]
 WINDOW, WARNING, THRESHOLD = 200_000, 100_000, 150_000

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from inspector.config import build_profile
-from inspector.core.model import (
+from ctx_inspect.app.config import build_profile
+from ctx_inspect.app.loader import LoadedSession, counter_for, new_session
+from ctx_inspect.core.model import (
     Compacted,
     ContextReset,
     Event,
@@ -27,15 +28,14 @@ from inspector.core.model import (
     Usage,
     UsageReported,
 )
-from inspector.core.profiles import profile_names
-from inspector.core.session import Session
-from inspector.core.window import Zone
-from inspector.formats.registry import FormatSpec
-from inspector.loader import LoadedSession, counter_for, new_session
-from inspector.ui import totals as totals_module
-from inspector.ui.state import SessionState, _ZoneOf
-from inspector.ui.totals import RunningTotals, best_tokens
-from inspector.ui.widgets.timeline_view import TimelinePoint
+from ctx_inspect.core.profiles import profile_names
+from ctx_inspect.core.session import Session
+from ctx_inspect.core.window import Zone
+from ctx_inspect.formats.registry import FormatSpec
+from ctx_inspect.ui import totals as totals_module
+from ctx_inspect.ui.state import SessionState, _ZoneOf
+from ctx_inspect.ui.totals import RunningTotals, best_tokens
+from ctx_inspect.ui.widgets.timeline_view import TimelinePoint
 
 
 def message(mid: str, role: Role, size: int, *, visible: bool = True, thread: str = "main"):

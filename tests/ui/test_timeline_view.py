@@ -10,8 +10,8 @@ from textual.color import Color
 from textual.geometry import Size
 from textual.theme import Theme
 
-from inspector.core.window import Zone
-from inspector.ui.widgets.timeline_view import (
+from ctx_inspect.core.window import Zone
+from ctx_inspect.ui.widgets.timeline_view import (
     CACHE_LINES,
     TimelinePoint,
     TimelinePoints,

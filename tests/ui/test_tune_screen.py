@@ -9,8 +9,8 @@ from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Static, TextArea
 
-from inspector.core.profiles import make_profile
-from inspector.ui.screens.tune_screen import (
+from ctx_inspect.core.profiles import make_profile
+from ctx_inspect.ui.screens.tune_screen import (
     Setting,
     SweepForm,
     TuneScreen,
@@ -19,7 +19,7 @@ from inspector.ui.screens.tune_screen import (
     parse_value,
     settings_of,
 )
-from inspector.ui.widgets.curve_compare import CurveCompare, CurvePoint
+from ctx_inspect.ui.widgets.curve_compare import CurveCompare, CurvePoint
 from tests.ui.test_diff_screen import SIZE, loaded, make_chat, open_app, wait_for
 
 

@@ -6,8 +6,8 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.color import Color
 
-from inspector.core.window import Zone
-from inspector.ui.widgets.zone_gauge import ZoneGauge, theme_color, zone_color
+from ctx_inspect.core.window import Zone
+from ctx_inspect.ui.widgets.zone_gauge import ZoneGauge, theme_color, zone_color
 
 WIDTH = 100
 

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from inspector.cli import main
-from inspector.config import build_profile
-from inspector.core.model import Compacted, LogLine, RequestSent
-from inspector.core.session import Session
-from inspector.loader import open_inputs
+from ctx_inspect.app.config import build_profile
+from ctx_inspect.app.loader import open_inputs
+from ctx_inspect.cli import main
+from ctx_inspect.core.model import Compacted, LogLine, RequestSent
+from ctx_inspect.core.session import Session
 
 DATA = Path(__file__).parents[1] / "data" / "baseagent"
 FAIL = DATA / "compaction-fail"

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from inspector.cli import main
+from ctx_inspect.cli import main
 
 REQUIRED_KEYS = {
     "format",
@@ -30,7 +30,7 @@ REQUIRED_KEYS = {
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "inspector", *args], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "ctx_inspect", *args], capture_output=True, text=True, timeout=120
     )
 
 
@@ -205,7 +205,16 @@ def test_stats_follow_prints_a_new_summary_after_each_change(tmp_path: Path) -> 
     path = tmp_path / "live.jsonl"
     path.write_text('{"role": "user", "content": "hello"}\n')
     proc = subprocess.Popen(
-        [sys.executable, "-m", "inspector", "stats", "--follow", "--json", "--no-exact", str(path)],
+        [
+            sys.executable,
+            "-m",
+            "ctx_inspect",
+            "stats",
+            "--follow",
+            "--json",
+            "--no-exact",
+            str(path),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from inspector.config import build_profile, load_config_file, parse_set
-from inspector.core.profiles import AiAgentProfile, ClaudeCodeProfile
-from inspector.errors import ConfigError
+from ctx_inspect.app.config import build_profile, load_config_file, parse_set
+from ctx_inspect.core.profiles import AiAgentProfile, ClaudeCodeProfile
+from ctx_inspect.errors import ConfigError
 
 
 def write(tmp_path: Path, text: str, name: str = "ctx.toml") -> Path:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from inspector.config import build_profile
-from inspector.core.counters import counters_at
-from inspector.core.model import (
+from ctx_inspect.app.config import build_profile
+from ctx_inspect.core.counters import counters_at
+from ctx_inspect.core.model import (
     Compacted,
     ContextMeasured,
     GuardEvaluated,
@@ -14,8 +14,8 @@ from inspector.core.model import (
     Usage,
     UsageReported,
 )
-from inspector.core.session import Session
-from inspector.core.window import Zone
+from ctx_inspect.core.session import Session
+from ctx_inspect.core.window import Zone
 
 
 def test_derived_counters_follow_usage_and_compaction() -> None:

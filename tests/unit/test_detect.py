@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from inspector.core.model import MessageAdded, ParseIssue, RequestSent, Role
-from inspector.errors import InputError
-from inspector.formats import registry
+from ctx_inspect.core.model import MessageAdded, ParseIssue, RequestSent, Role
+from ctx_inspect.errors import InputError
+from ctx_inspect.formats import registry
 
 DATA = Path(__file__).parents[1] / "data"
 OURS = ("native", "openai-chat", "anthropic-messages")
@@ -123,7 +123,7 @@ def test_plain_message_arrays_go_to_openai_chat(tmp_path: Path) -> None:
 def test_formats_import_no_ui_libraries() -> None:
     code = (
         "import sys\n"
-        "from inspector.formats import registry\n"
+        "from ctx_inspect.formats import registry\n"
         "registry.all_formats()\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich'))\n"
         "print(','.join(bad))\n"

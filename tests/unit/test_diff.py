@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from inspector.core.diff import diff_action
-from inspector.core.facts import Fact, FactKind, extract, survival
-from inspector.core.model import Message, MessageKind, Part, PartType, Role
-from inspector.core.policies.base import (
+from ctx_inspect.core.diff import diff_action
+from ctx_inspect.core.facts import Fact, FactKind, extract, survival
+from ctx_inspect.core.model import Message, MessageKind, Part, PartType, Role
+from ctx_inspect.core.policies.base import (
     Action,
     ContextItem,
     ItemChange,

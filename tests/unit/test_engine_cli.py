@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from inspector.cli import main
+from ctx_inspect.cli import main
 
 DATA = Path(__file__).parents[1] / "data"
 STATS_KEYS = {
@@ -188,9 +188,9 @@ def test_diff_on_a_log_of_figures_alone_says_it_cannot_simulate(capsys) -> None:
 def test_diff_starts_from_the_figure_the_dashboard_shows(capsys) -> None:
     """At a step with a reported figure, the action's "before" is that figure (system prompt
     and tools included), and the output says how each side was measured."""
-    from inspector.config import build_profile
-    from inspector.formats import registry
-    from inspector.loader import load_session
+    from ctx_inspect.app.config import build_profile
+    from ctx_inspect.app.loader import load_session
+    from ctx_inspect.formats import registry
 
     path = DATA / "claude_code" / "typical.jsonl"
     loaded = load_session(

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from inspector.core.estimate import (
+from ctx_inspect.core.estimate import (
     MAX_ARGUMENT_DEPTH,
     _aiagent_parts,
     _aiagent_tool_calls,
@@ -20,7 +20,7 @@ from inspector.core.estimate import (
     rule_names,
     tool_schema_tokens,
 )
-from inspector.core.model import Message, Part, PartType, Role
+from ctx_inspect.core.model import Message, Part, PartType, Role
 
 
 class CharCounter:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from inspector.commands import estimator_for
-from inspector.config import build_summarizer
-from inspector.core.explain import Explainer, Explanation
-from inspector.core.model import (
+from ctx_inspect.app.commands import estimator_for
+from ctx_inspect.app.config import build_summarizer
+from ctx_inspect.core.explain import Explainer, Explanation
+from ctx_inspect.core.model import (
     Compacted,
     FinalTurnForced,
     GuardEvaluated,
@@ -25,8 +25,8 @@ from inspector.core.model import (
     Usage,
     UsageReported,
 )
-from inspector.core.profiles import Profile, make_profile
-from inspector.core.session import Session
+from ctx_inspect.core.profiles import Profile, make_profile
+from ctx_inspect.core.session import Session
 
 DATA = Path(__file__).parents[1] / "data"
 

@@ -1,7 +1,7 @@
 """``facts.extract`` finds exactly what its plain regular expressions find, faster.
 
 The reference below is ``extract`` as it was: one ``finditer`` per kind over the whole text.
-The fast one skips most of the text (see the comments in ``inspector/core/facts.py``); these
+The fast one skips most of the text (see the comments in ``ctx_inspect/core/facts.py``); these
 tests hold it to the same output, on tricky texts and generated ones."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from inspector.core import facts
-from inspector.core.facts import Fact, FactKind, extract, fact_texts
+from ctx_inspect.core import facts
+from ctx_inspect.core.facts import Fact, FactKind, extract, fact_texts
 
 # the expressions the fast path applies to the pieces it keeps, applied here to whole texts
 _PATH = facts._PATH

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from inspector.errors import InputError
-from inspector.sources import follow as follow_module
-from inspector.sources.follow import (
+from ctx_inspect.errors import InputError
+from ctx_inspect.sources import follow as follow_module
+from ctx_inspect.sources.follow import (
     Change,
     Chunk,
     FileFollower,
@@ -501,7 +501,7 @@ def test_follow_sync_with_forced_polling(log: Path) -> None:
 
 def test_follow_does_not_load_the_ui_or_the_formats() -> None:
     script = (
-        "import inspector.sources.follow, sys, json;"
+        "import ctx_inspect.sources.follow, sys, json;"
         "print(json.dumps(sorted(m for m in sys.modules)))"
     )
     out = subprocess.run(
@@ -509,7 +509,7 @@ def test_follow_does_not_load_the_ui_or_the_formats() -> None:
     ).stdout
     loaded = set(json.loads(out))
     assert not {"textual", "rich"} & {m.split(".")[0] for m in loaded}
-    assert not any(m.startswith("inspector.formats") for m in loaded)
+    assert not any(m.startswith("ctx_inspect.formats") for m in loaded)
     assert "watchfiles" not in loaded  # imported only when watching starts
 
 

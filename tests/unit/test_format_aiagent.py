@@ -9,8 +9,9 @@ from typing import TypeVar
 
 import pytest
 
-from inspector.config import build_profile
-from inspector.core.model import (
+from ctx_inspect.app.config import build_profile
+from ctx_inspect.app.loader import merge_streams, open_inputs
+from ctx_inspect.core.model import (
     ContextMeasured,
     DebugTopic,
     Event,
@@ -26,16 +27,15 @@ from inspector.core.model import (
     Usage,
     UsageReported,
 )
-from inspector.formats import aiagent, registry
-from inspector.formats.aiagent import (
+from ctx_inspect.formats import aiagent, registry
+from ctx_inspect.formats.aiagent import (
     AiAgentConsoleParser,
     AiAgentDebugParser,
     AiAgentLogParser,
     parse_logfmt,
 )
-from inspector.formats.base import Parser
-from inspector.formats.registry import Head
-from inspector.loader import merge_streams, open_inputs
+from ctx_inspect.formats.base import Parser
+from ctx_inspect.formats.registry import Head
 from tests.corpus import foreign_files
 
 DATA = Path(__file__).parents[1] / "data" / "aiagent"

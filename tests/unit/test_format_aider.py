@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from inspector.config import build_profile
-from inspector.core.model import (
+from ctx_inspect.app.config import build_profile
+from ctx_inspect.app.loader import load_session
+from ctx_inspect.core.model import (
     ContextReset,
     Event,
     MessageAdded,
@@ -22,10 +23,9 @@ from inspector.core.model import (
     SessionInfo,
     UsageReported,
 )
-from inspector.formats import aider, registry
-from inspector.formats.aider import AiderParser, parse_count
-from inspector.formats.registry import HEAD_BYTES, Head
-from inspector.loader import load_session
+from ctx_inspect.formats import aider, registry
+from ctx_inspect.formats.aider import AiderParser, parse_count
+from ctx_inspect.formats.registry import HEAD_BYTES, Head
 
 DATA = Path(__file__).parents[1] / "data" / "aider"
 TYPICAL = "typical.aider.chat.history.md"

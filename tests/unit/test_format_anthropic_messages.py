@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from inspector.core.model import (
+from ctx_inspect.core.model import (
     Event,
     MessageAdded,
     MessageKind,
@@ -19,10 +19,10 @@ from inspector.core.model import (
     SessionInfo,
     UsageReported,
 )
-from inspector.formats import anthropic_messages
-from inspector.formats.anthropic_messages import AnthropicMessagesParser
-from inspector.formats.chat_common import compact_json
-from inspector.formats.registry import Head
+from ctx_inspect.formats import anthropic_messages
+from ctx_inspect.formats.anthropic_messages import AnthropicMessagesParser
+from ctx_inspect.formats.chat_common import compact_json
+from ctx_inspect.formats.registry import Head
 
 DATA = Path(__file__).parents[1] / "data" / "anthropic_messages"
 PNG_B64_LEN = 96

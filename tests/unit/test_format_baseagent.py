@@ -10,8 +10,9 @@ from typing import TypeVar
 
 import pytest
 
-from inspector.config import build_profile
-from inspector.core.model import (
+from ctx_inspect.app.config import build_profile
+from ctx_inspect.app.loader import load_session, resolve_format
+from ctx_inspect.core.model import (
     Compacted,
     ContextMeasured,
     Event,
@@ -26,11 +27,10 @@ from inspector.core.model import (
     SessionInfo,
     UsageReported,
 )
-from inspector.formats import baseagent, registry
-from inspector.formats.base import Parser
-from inspector.formats.baseagent import BaseAgentEventsParser, BaseAgentLogParser, NominalClock
-from inspector.formats.registry import Head
-from inspector.loader import load_session, resolve_format
+from ctx_inspect.formats import baseagent, registry
+from ctx_inspect.formats.base import Parser
+from ctx_inspect.formats.baseagent import BaseAgentEventsParser, BaseAgentLogParser, NominalClock
+from ctx_inspect.formats.registry import Head
 from tests.corpus import foreign_files
 
 DATA = Path(__file__).parents[1] / "data" / "baseagent"
@@ -574,8 +574,8 @@ def test_real_stderr(corpus: Path) -> None:
 def test_real_stderr_final_context_is_the_last_printed_figure(corpus: Path) -> None:
     """A log of figures alone ends at its last request: the lines after it (the loop's closing
     lines) are no step of their own, so the final context is the last "Context:" figure."""
-    from inspector.config import build_profile
-    from inspector.loader import open_inputs
+    from ctx_inspect.app.config import build_profile
+    from ctx_inspect.app.loader import open_inputs
 
     path = corpus.joinpath(*REAL, "run.stderr.log")
     printed = re.findall(r"\[compaction\] Context: (\d+) tokens", path.read_text())

@@ -15,8 +15,9 @@ import orjson
 import pytest
 from pydantic import BaseModel
 
-from inspector.config import build_profile
-from inspector.core.model import (
+from ctx_inspect.app.config import build_profile
+from ctx_inspect.app.loader import load_session, open_inputs
+from ctx_inspect.core.model import (
     Compacted,
     ContextReset,
     Event,
@@ -35,14 +36,13 @@ from inspector.core.model import (
     Usage,
     UsageReported,
 )
-from inspector.core.packed import make_span
-from inspector.core.session import Flag, Session
-from inspector.core.stats import RunFacts, summarize
-from inspector.formats import base, claude_code, registry
-from inspector.formats.claude_code import ClaudeCodeParser, expand, sniff
-from inspector.formats.claude_code_stream import ClaudeCodeStreamParser, sniff_stream
-from inspector.formats.registry import Head, read_head
-from inspector.loader import load_session, open_inputs
+from ctx_inspect.core.packed import make_span
+from ctx_inspect.core.session import Flag, Session
+from ctx_inspect.core.stats import RunFacts, summarize
+from ctx_inspect.formats import base, claude_code, registry
+from ctx_inspect.formats.claude_code import ClaudeCodeParser, expand, sniff
+from ctx_inspect.formats.claude_code_stream import ClaudeCodeStreamParser, sniff_stream
+from ctx_inspect.formats.registry import Head, read_head
 
 DATA = Path(__file__).parents[1] / "data" / "claude_code"
 OTHER_DATA = Path(__file__).parents[1] / "data"

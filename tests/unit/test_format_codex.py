@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from inspector.config import build_profile
-from inspector.core.model import (
+from ctx_inspect.app.config import build_profile
+from ctx_inspect.app.loader import counter_for, load_session, new_session
+from ctx_inspect.core.model import (
     Compacted,
     ContextMeasured,
     Event,
@@ -25,11 +26,10 @@ from inspector.core.model import (
     SessionInfo,
     UsageReported,
 )
-from inspector.errors import InputError
-from inspector.formats import codex, registry
-from inspector.formats.codex import CodexParser
-from inspector.formats.registry import HEAD_BYTES, Head
-from inspector.loader import counter_for, load_session, new_session
+from ctx_inspect.errors import InputError
+from ctx_inspect.formats import codex, registry
+from ctx_inspect.formats.codex import CodexParser
+from ctx_inspect.formats.registry import HEAD_BYTES, Head
 
 DATA = Path(__file__).parents[1] / "data" / "codex"
 FIXTURES = (

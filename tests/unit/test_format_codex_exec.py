@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from inspector.cli import main
-from inspector.core.model import (
+from ctx_inspect.cli import main
+from ctx_inspect.core.model import (
     Event,
     MessageAdded,
     MessageKind,
@@ -21,8 +21,8 @@ from inspector.core.model import (
     SessionInfo,
     UsageReported,
 )
-from inspector.formats import registry
-from inspector.formats.codex_exec import CONTEXT_NOTE, CodexExecParser
+from ctx_inspect.formats import registry
+from ctx_inspect.formats.codex_exec import CONTEXT_NOTE, CodexExecParser
 
 DATA = Path(__file__).parents[1] / "data" / "codex_exec"
 

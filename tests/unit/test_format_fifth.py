@@ -10,7 +10,7 @@ from typing import TypeVar
 
 import pytest
 
-from inspector.core.model import (
+from ctx_inspect.core.model import (
     ContextMeasured,
     DebugTopic,
     Event,
@@ -23,10 +23,10 @@ from inspector.core.model import (
     Role,
     SessionInfo,
 )
-from inspector.core.session import Session
-from inspector.formats import fifth, registry
-from inspector.formats.fifth import FifthStatsParser, read_database
-from inspector.formats.registry import HEAD_BYTES, Head
+from ctx_inspect.core.session import Session
+from ctx_inspect.formats import fifth, registry
+from ctx_inspect.formats.fifth import FifthStatsParser, read_database
+from ctx_inspect.formats.registry import HEAD_BYTES, Head
 
 DATA = Path(__file__).parents[1] / "data" / "fifth"
 T = TypeVar("T")

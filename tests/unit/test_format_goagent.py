@@ -10,7 +10,7 @@ from typing import TypeVar
 
 import pytest
 
-from inspector.core.model import (
+from ctx_inspect.core.model import (
     Compacted,
     ContextMeasured,
     ContextReset,
@@ -26,11 +26,11 @@ from inspector.core.model import (
     Usage,
     UsageReported,
 )
-from inspector.core.session import Session
-from inspector.formats import goagent, registry
-from inspector.formats.base import LineParser
-from inspector.formats.goagent import GoEventsParser, GoLogParser, GoSessionParser
-from inspector.formats.registry import HEAD_BYTES, Head
+from ctx_inspect.core.session import Session
+from ctx_inspect.formats import goagent, registry
+from ctx_inspect.formats.base import LineParser
+from ctx_inspect.formats.goagent import GoEventsParser, GoLogParser, GoSessionParser
+from ctx_inspect.formats.registry import HEAD_BYTES, Head
 from tests.corpus import foreign_paths, real_runs
 
 DATA = Path(__file__).parents[1] / "data" / "goagent"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from inspector.core.model import (
+from ctx_inspect.core.model import (
     EVENT_TYPES,
     Compacted,
     ContextMeasured,
@@ -42,9 +42,9 @@ from inspector.core.model import (
     Usage,
     UsageReported,
 )
-from inspector.formats import native
-from inspector.formats.native import NativeParser, event_record, export_events, write_events
-from inspector.formats.registry import Head
+from ctx_inspect.formats import native
+from ctx_inspect.formats.native import NativeParser, event_record, export_events, write_events
+from ctx_inspect.formats.registry import Head
 
 DATA = Path(__file__).parents[1] / "data" / "native"
 DOC = Path(__file__).parents[2] / "docs" / "format.md"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from inspector.core.model import (
+from ctx_inspect.core.model import (
     Event,
     MessageAdded,
     MessageKind,
@@ -20,10 +20,10 @@ from inspector.core.model import (
     Usage,
     UsageReported,
 )
-from inspector.formats import openai_chat
-from inspector.formats.chat_common import compact_json
-from inspector.formats.openai_chat import OpenAIChatParser
-from inspector.formats.registry import HEAD_BYTES, Head
+from ctx_inspect.formats import openai_chat
+from ctx_inspect.formats.chat_common import compact_json
+from ctx_inspect.formats.openai_chat import OpenAIChatParser
+from ctx_inspect.formats.registry import HEAD_BYTES, Head
 
 DATA = Path(__file__).parents[1] / "data" / "openai_chat"
 PNG_B64_LEN = 96

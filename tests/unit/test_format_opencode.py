@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from inspector.core.model import (
+from ctx_inspect.core.model import (
     Compacted,
     Event,
     LogLine,
@@ -26,10 +26,10 @@ from inspector.core.model import (
     Usage,
     UsageReported,
 )
-from inspector.core.session import Flag, Session
-from inspector.formats import opencode, registry
-from inspector.formats.opencode import OpenCodeLogParser, read_database, read_storage
-from inspector.formats.registry import HEAD_BYTES, Head, SnapshotSession
+from ctx_inspect.core.session import Flag, Session
+from ctx_inspect.formats import opencode, registry
+from ctx_inspect.formats.opencode import OpenCodeLogParser, read_database, read_storage
+from ctx_inspect.formats.registry import HEAD_BYTES, Head, SnapshotSession
 from tests.corpus import foreign_paths, real_runs
 
 DATA = Path(__file__).parents[1] / "data" / "opencode"

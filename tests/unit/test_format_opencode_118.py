@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from inspector.cli import main
-from inspector.core.model import (
+from ctx_inspect.cli import main
+from ctx_inspect.core.model import (
     Compacted,
     Event,
     LogLine,
@@ -25,12 +25,12 @@ from inspector.core.model import (
     SessionInfo,
     UsageReported,
 )
-from inspector.core.session import Session
-from inspector.formats import registry
-from inspector.formats.opencode import read_database, sniff_log
-from inspector.formats.opencode_data import read_data, sniff_data
-from inspector.formats.opencode_run import OpenCodeRunParser, sniff_run
-from inspector.formats.registry import Head
+from ctx_inspect.core.session import Session
+from ctx_inspect.formats import registry
+from ctx_inspect.formats.opencode import read_database, sniff_log
+from ctx_inspect.formats.opencode_data import read_data, sniff_data
+from ctx_inspect.formats.opencode_run import OpenCodeRunParser, sniff_run
+from ctx_inspect.formats.registry import Head
 from tests.unit.test_format_opencode import build_db, kinds, of_type, read_log
 
 V118 = Path(__file__).parents[1] / "data" / "opencode" / "v118"

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from inspector.config import build_profile
-from inspector.core.model import (
+from ctx_inspect.app.config import build_profile
+from ctx_inspect.app.loader import load_session
+from ctx_inspect.core.model import (
     Compacted,
     Event,
     LogLine,
@@ -24,10 +25,9 @@ from inspector.core.model import (
     SessionInfo,
     UsageReported,
 )
-from inspector.formats import openhands, registry
-from inspector.formats.openhands import OpenHandsParser
-from inspector.formats.registry import HEAD_BYTES, Head
-from inspector.loader import load_session
+from ctx_inspect.formats import openhands, registry
+from ctx_inspect.formats.openhands import OpenHandsParser
+from ctx_inspect.formats.registry import HEAD_BYTES, Head
 
 DATA = Path(__file__).parents[1] / "data" / "openhands"
 LINE_FIXTURES = (

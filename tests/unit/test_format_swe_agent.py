@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from inspector.core.model import (
+from ctx_inspect.core.model import (
     Event,
     MessageAdded,
     MessageKind,
@@ -22,10 +22,10 @@ from inspector.core.model import (
     SessionInfo,
     UsageReported,
 )
-from inspector.core.tokens import get_counter
-from inspector.formats import registry, swe_agent
-from inspector.formats.registry import HEAD_BYTES, Head
-from inspector.formats.swe_agent import SweAgentParser
+from ctx_inspect.core.tokens import get_counter
+from ctx_inspect.formats import registry, swe_agent
+from ctx_inspect.formats.registry import HEAD_BYTES, Head
+from ctx_inspect.formats.swe_agent import SweAgentParser
 
 DATA = Path(__file__).parents[1] / "data" / "swe_agent"
 
@@ -240,7 +240,7 @@ def test_an_empty_traj_is_named_by_its_extension() -> None:
     code = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from inspector.formats import registry\n"
+        "from ctx_inspect.formats import registry\n"
         "print(registry.detect(Path(sys.argv[1])).name)\n"
     )
     done = subprocess.run(

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from inspector.cli import main
+from ctx_inspect.cli import main
 
 DATA = Path(__file__).parents[1] / "data" / "goagent"
 FALLBACK = DATA / "maxtokens-fallback"

@@ -14,7 +14,8 @@ def test_importing_the_tokenizer_loads_no_encoding() -> None:
         [
             sys.executable,
             "-c",
-            "import inspector.core.tokens, sys; print('tiktoken_ext.openai_public' in sys.modules)",
+            "import ctx_inspect.core.tokens, sys;"
+            "print('tiktoken_ext.openai_public' in sys.modules)",
         ],
         check=True,
         capture_output=True,
@@ -27,7 +28,7 @@ def test_stats_json_path_does_not_import_textual(tmp_path) -> None:
     path = tmp_path / "chat.json"
     path.write_text(json.dumps([{"role": "user", "content": "hi"}]))
     code = (
-        "import sys\nfrom inspector.cli import main\n"
+        "import sys\nfrom ctx_inspect.cli import main\n"
         f"rc = main(['stats', '--json', {str(path)!r}])\n"
         "print('TEXTUAL' if 'textual' in sys.modules else 'CLEAN', rc)"
     )

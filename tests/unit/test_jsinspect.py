@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from inspector.formats.jsinspect import InspectError, is_complete, parse_inspect, strip_ansi
+from ctx_inspect.formats.jsinspect import InspectError, is_complete, parse_inspect, strip_ansi
 
 
 def test_one_line_object_with_every_scalar() -> None:

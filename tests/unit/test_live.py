@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from inspector.core.model import (
+from ctx_inspect.app.live import LiveSource, LiveUpdate, follow_session, follow_stats, open_live
+from ctx_inspect.core.model import (
     Event,
     LogLine,
     Marker,
@@ -32,13 +33,12 @@ from inspector.core.model import (
     Role,
     SourceSpan,
 )
-from inspector.core.profiles import Profile, default_profile
-from inspector.core.session import Session
-from inspector.formats.base import DocumentParser, LineParser
-from inspector.formats.native import write_events
-from inspector.formats.registry import FormatSpec, Head, SnapshotSession, get_format
-from inspector.live import LiveSource, LiveUpdate, follow_session, follow_stats, open_live
-from inspector.sources.follow import Change, Chunk, FileFollower, follow, follow_sync
+from ctx_inspect.core.profiles import Profile, default_profile
+from ctx_inspect.core.session import Session
+from ctx_inspect.formats.base import DocumentParser, LineParser
+from ctx_inspect.formats.native import write_events
+from ctx_inspect.formats.registry import FormatSpec, Head, SnapshotSession, get_format
+from ctx_inspect.sources.follow import Change, Chunk, FileFollower, follow, follow_sync
 from tests.unit.test_follow import rotate
 
 WAIT = 30.0  # generous: a slow machine must not fail these
@@ -620,7 +620,7 @@ def test_acceptance_writer_process_follow_sync(tmp_path: Path) -> None:
 
 
 def test_live_does_not_load_the_ui() -> None:
-    script = "import inspector.live, sys, json; print(json.dumps(sorted(sys.modules)))"
+    script = "import ctx_inspect.app.live, sys, json; print(json.dumps(sorted(sys.modules)))"
     out = subprocess.run(
         [sys.executable, "-c", script], check=True, capture_output=True, text=True
     ).stdout

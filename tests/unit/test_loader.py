@@ -7,8 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from inspector.config import build_profile
-from inspector.core.model import (
+from ctx_inspect.app.config import build_profile
+from ctx_inspect.app.loader import (
+    LoadedSession,
+    _open_snapshot,
+    counter_for,
+    load_session,
+    merge_events,
+    new_session,
+    split_threads,
+)
+from ctx_inspect.core.model import (
     ContextMeasured,
     DebugTopic,
     Event,
@@ -23,18 +32,9 @@ from inspector.core.model import (
     Usage,
     UsageReported,
 )
-from inspector.formats.base import LineParser
-from inspector.formats.native import export_events
-from inspector.formats.registry import FormatSpec, Head, SnapshotSession, get_format
-from inspector.loader import (
-    LoadedSession,
-    _open_snapshot,
-    counter_for,
-    load_session,
-    merge_events,
-    new_session,
-    split_threads,
-)
+from ctx_inspect.formats.base import LineParser
+from ctx_inspect.formats.native import export_events
+from ctx_inspect.formats.registry import FormatSpec, Head, SnapshotSession, get_format
 
 
 def user(mid: str, text: str, thread: str = "main") -> MessageAdded:
@@ -227,15 +227,15 @@ def test_native_bodies_of_a_file_rewritten_after_loading_are_not_taken_for_other
 
 
 def test_head_of_a_folder_is_marked(tmp_path: Path) -> None:
-    from inspector.formats.registry import read_head
+    from ctx_inspect.formats.registry import read_head
 
     head = read_head(tmp_path)
     assert head == Head(path=tmp_path, data=b"", is_dir=True)
 
 
 def test_a_folder_of_no_known_layout_is_a_clear_error(tmp_path: Path) -> None:
-    from inspector.errors import InputError
-    from inspector.formats.registry import detect
+    from ctx_inspect.errors import InputError
+    from ctx_inspect.formats.registry import detect
 
     (tmp_path / "notes.txt").write_text("hello")
     with pytest.raises(InputError) as info:

@@ -19,7 +19,7 @@ def _run(args: list[str], *paths: Path) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(str(p) for p in paths)
     return subprocess.run(
-        [sys.executable, "-m", "inspector", *args],
+        [sys.executable, "-m", "ctx_inspect", *args],
         env=env,
         capture_output=True,
         text=True,

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from inspector.core.guard import ContextGuard, GuardTargetConfig
-from inspector.core.model import GuardStatus, Message, MessageKind, Part, PartType, Role
-from inspector.core.policies.aiagent import (
+from ctx_inspect.core.guard import ContextGuard, GuardTargetConfig
+from ctx_inspect.core.model import GuardStatus, Message, MessageKind, Part, PartType, Role
+from ctx_inspect.core.policies.aiagent import (
     POLICY,
     TOOL_NO_OUTPUT,
     _stub_tokens,
@@ -18,9 +18,9 @@ from inspector.core.policies.aiagent import (
     guard_for_items,
     truncate_to_bytes,
 )
-from inspector.core.policies.base import Action, ContextItem, ItemStatus, Policy, full_changes
-from inspector.core.profiles import AiAgentProfile, GoAgentProfile
-from inspector.errors import ConfigError
+from ctx_inspect.core.policies.base import Action, ContextItem, ItemStatus, Policy, full_changes
+from ctx_inspect.core.profiles import AiAgentProfile, GoAgentProfile
+from ctx_inspect.errors import ConfigError
 
 _: Policy = POLICY  # the module satisfies the policy contract
 

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inspector.core.model import Message, MessageKind, Part, PartType, Role
-from inspector.core.policies.base import (
+from ctx_inspect.core.model import Message, MessageKind, Part, PartType, Role
+from ctx_inspect.core.policies.base import (
     Action,
     ContextItem,
     ContextList,

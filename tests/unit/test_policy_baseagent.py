@@ -8,17 +8,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inspector.core.model import Message, MessageKind, Part, PartType, Role
-from inspector.core.policies import policy_for
-from inspector.core.policies.base import Action, ContextItem, ItemStatus, Policy, full_changes
-from inspector.core.policies.baseagent import (
+from ctx_inspect.core.model import Message, MessageKind, Part, PartType, Role
+from ctx_inspect.core.policies import policy_for
+from ctx_inspect.core.policies.base import Action, ContextItem, ItemStatus, Policy, full_changes
+from ctx_inspect.core.policies.baseagent import (
     POLICY,
     PRUNE_MARKER,
     SUMMARY_PREFIX,
     middle_out,
     scan,
 )
-from inspector.core.profiles import BaseAgentProfile, GenericProfile
+from ctx_inspect.core.profiles import BaseAgentProfile, GenericProfile
 
 PROFILE = BaseAgentProfile()
 
@@ -84,7 +84,7 @@ def test_policy_is_registered_and_satisfies_the_contract() -> None:
 
 
 def test_wrong_profile_is_a_config_error() -> None:
-    from inspector.errors import ConfigError
+    from ctx_inspect.errors import ConfigError
 
     with pytest.raises(ConfigError):
         POLICY.prune(ctx(user("u")), GenericProfile(), estimate, force=True)

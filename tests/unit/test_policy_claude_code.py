@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inspector.core.model import Message, MessageKind, Part, PartType, RequestRejected, Role
-from inspector.core.policies import policy_for
-from inspector.core.policies.base import Action, ContextItem, ItemStatus, full_changes
-from inspector.core.policies.claude_code import (
+from ctx_inspect.core.model import Message, MessageKind, Part, PartType, RequestRejected, Role
+from ctx_inspect.core.policies import policy_for
+from ctx_inspect.core.policies.base import Action, ContextItem, ItemStatus, full_changes
+from ctx_inspect.core.policies.claude_code import (
     MICROCOMPACT_KEEP_RECENT,
     POLICY,
     SUMMARY_PREFIX,
@@ -20,8 +20,8 @@ from inspector.core.policies.claude_code import (
     idle_minutes,
     preserved_tail,
 )
-from inspector.core.profiles import ClaudeCodeProfile
-from inspector.core.replay import Decision, Situation
+from ctx_inspect.core.profiles import ClaudeCodeProfile
+from ctx_inspect.core.replay import Decision, Situation
 
 PROFILE = ClaudeCodeProfile()
 TIMED = ClaudeCodeProfile(time_based_microcompact=True)  # the server-side flag on

@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inspector.cli import main
-from inspector.core.model import Message, MessageKind, Part, PartType, Role
-from inspector.core.policies import policy_for
-from inspector.core.policies.base import ContextItem, ItemStatus, full_changes
-from inspector.core.policies.codex import (
+from ctx_inspect.cli import main
+from ctx_inspect.core.model import Message, MessageKind, Part, PartType, Role
+from ctx_inspect.core.policies import policy_for
+from ctx_inspect.core.policies.base import ContextItem, ItemStatus, full_changes
+from ctx_inspect.core.policies.codex import (
     COMPACT_USER_MESSAGE_MAX_TOKENS,
     POLICY,
     SUMMARY_PREFIX,
@@ -24,7 +24,7 @@ from inspector.core.policies.codex import (
     codex_figure,
     truncate_to,
 )
-from inspector.core.profiles import CodexProfile
+from ctx_inspect.core.profiles import CodexProfile
 
 PROFILE = CodexProfile()
 

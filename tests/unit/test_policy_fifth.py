@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inspector.core.model import Message, MessageKind, Part, PartType, Role
-from inspector.core.policies import policy_for
-from inspector.core.policies.base import (
+from ctx_inspect.core.model import Message, MessageKind, Part, PartType, Role
+from ctx_inspect.core.policies import policy_for
+from ctx_inspect.core.policies.base import (
     Action,
     ContextItem,
     ItemStatus,
@@ -20,7 +20,7 @@ from inspector.core.policies.base import (
     summary_message,
     total,
 )
-from inspector.core.policies.fifth import (
+from ctx_inspect.core.policies.fifth import (
     NOT_CALLED,
     POLICY,
     PRIORITY_WEIGHTS,
@@ -30,8 +30,8 @@ from inspector.core.policies.fifth import (
     priority_score,
     recency_score,
 )
-from inspector.core.profiles import FifthProfile, default_profile, make_profile
-from inspector.errors import ConfigError
+from ctx_inspect.core.profiles import FifthProfile, default_profile, make_profile
+from ctx_inspect.errors import ConfigError
 
 NOW = datetime(2026, 1, 29, 12, 0, 0, tzinfo=UTC)
 

@@ -8,16 +8,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inspector.core.model import Message, MessageKind, Part, PartType, Role
-from inspector.core.policies import policy_for
-from inspector.core.policies.base import (
+from ctx_inspect.core.model import Message, MessageKind, Part, PartType, Role
+from ctx_inspect.core.policies import policy_for
+from ctx_inspect.core.policies.base import (
     Action,
     ContextItem,
     ContextList,
     ItemStatus,
     full_changes,
 )
-from inspector.core.policies.generic import (
+from ctx_inspect.core.policies.generic import (
     CLEARED_MARKER,
     KEEP_RECENT_MESSAGES,
     POLICY,
@@ -30,7 +30,7 @@ from inspector.core.policies.generic import (
     is_user_turn,
     rebuild,
 )
-from inspector.core.profiles import GenericProfile
+from ctx_inspect.core.profiles import GenericProfile
 
 PROFILE = GenericProfile()
 

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inspector.core.model import Message, MessageKind, Part, PartType, Role
-from inspector.core.policies.base import (
+from ctx_inspect.core.model import Message, MessageKind, Part, PartType, Role
+from ctx_inspect.core.policies.base import (
     Action,
     ContextItem,
     ContextList,
@@ -18,7 +18,7 @@ from inspector.core.policies.base import (
     Policy,
     full_changes,
 )
-from inspector.core.policies.goagent import (
+from ctx_inspect.core.policies.goagent import (
     POLICY,
     _limits,
     context_tokens,
@@ -27,8 +27,8 @@ from inspector.core.policies.goagent import (
     limit_tool_output,
     split_by_token_budget,
 )
-from inspector.core.profiles import AiAgentProfile, GoAgentProfile
-from inspector.errors import ConfigError, InspectorError
+from ctx_inspect.core.profiles import AiAgentProfile, GoAgentProfile
+from ctx_inspect.errors import ConfigError, InspectorError
 
 _: Policy = POLICY  # the module satisfies the policy contract
 

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inspector.core.model import Message, MessageKind, Part, PartType, Role
-from inspector.core.policies import policy_for
-from inspector.core.policies.base import (
+from ctx_inspect.core.model import Message, MessageKind, Part, PartType, Role
+from ctx_inspect.core.policies import policy_for
+from ctx_inspect.core.policies.base import (
     Action,
     ContextItem,
     ContextList,
@@ -17,8 +17,8 @@ from inspector.core.policies.base import (
     ItemStatus,
     full_changes,
 )
-from inspector.core.policies.guide import POLICY, PRUNE_MARKER, SUMMARY_HEADER, middle_out
-from inspector.core.profiles import GuideProfile
+from ctx_inspect.core.policies.guide import POLICY, PRUNE_MARKER, SUMMARY_HEADER, middle_out
+from ctx_inspect.core.profiles import GuideProfile
 
 PROFILE = GuideProfile()
 

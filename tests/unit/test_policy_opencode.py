@@ -8,16 +8,16 @@ from collections.abc import Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inspector.core.model import Message, MessageKind, Part, PartType, RequestRejected, Role
-from inspector.core.policies import policy_for
-from inspector.core.policies.base import (
+from ctx_inspect.core.model import Message, MessageKind, Part, PartType, RequestRejected, Role
+from ctx_inspect.core.policies import policy_for
+from ctx_inspect.core.policies.base import (
     Action,
     ContextItem,
     ItemChange,
     ItemStatus,
     full_changes,
 )
-from inspector.core.policies.opencode import (
+from ctx_inspect.core.policies.opencode import (
     COMPACTION_REQUEST_TEXT,
     CONTINUE_TEXT,
     POLICY,
@@ -26,7 +26,7 @@ from inspector.core.policies.opencode import (
     scan,
     select_tail,
 )
-from inspector.core.profiles import OpenCodeProfile
+from ctx_inspect.core.profiles import OpenCodeProfile
 
 PROFILE = OpenCodeProfile()
 PRUNING = OpenCodeProfile(prune=True)  # compaction.prune: true (off by default in 1.18)

@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from inspector.core.model import Message, Part, PartType, Role
-from inspector.core.profiles import (
+from ctx_inspect.core.model import Message, Part, PartType, Role
+from ctx_inspect.core.profiles import (
     CLAUDE_CODE_AUTOCOMPACT,
     AiAgentProfile,
     BaseAgentProfile,
@@ -26,8 +26,8 @@ from inspector.core.profiles import (
     profile_from,
     profile_names,
 )
-from inspector.core.window import LimitParts, Zone
-from inspector.errors import ConfigError
+from ctx_inspect.core.window import LimitParts, Zone
+from ctx_inspect.errors import ConfigError
 
 P = TypeVar("P", bound=Profile)
 

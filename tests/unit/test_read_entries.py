@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
-from inspector.config import build_profile
-from inspector.core.model import (
+from ctx_inspect.app.config import build_profile
+from ctx_inspect.app.loader import chars_estimate, load_session
+from ctx_inspect.core.model import (
     Compacted,
     Event,
     LogLine,
@@ -32,14 +33,13 @@ from inspector.core.model import (
     Usage,
     UsageReported,
 )
-from inspector.core.profiles import Profile, default_profile, make_profile, profile_names
-from inspector.core.session import MessageEntry, Session
-from inspector.core.stats import RunFacts, _zones, summarize
-from inspector.formats import base, registry
-from inspector.formats.base import read_file
-from inspector.formats.claude_code import ClaudeCodeParser
-from inspector.loader import chars_estimate, load_session
-from inspector.sources.reader import read_span
+from ctx_inspect.core.profiles import Profile, default_profile, make_profile, profile_names
+from ctx_inspect.core.session import MessageEntry, Session
+from ctx_inspect.core.stats import RunFacts, _zones, summarize
+from ctx_inspect.formats import base, registry
+from ctx_inspect.formats.base import read_file
+from ctx_inspect.formats.claude_code import ClaudeCodeParser
+from ctx_inspect.sources.reader import read_span
 
 DATA = Path(__file__).parents[1] / "data" / "claude_code"
 
@@ -298,7 +298,7 @@ def test_the_loader_reads_without_bodies_when_none_is_needed(tmp_path: Path) -> 
         seen.append(kwargs["bodies"])
         return real(*args, **kwargs)
 
-    import inspector.loader as loader
+    import ctx_inspect.app.loader as loader
 
     mp = pytest.MonkeyPatch()
     mp.setattr(loader, "read_file", spy)

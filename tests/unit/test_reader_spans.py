@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from inspector.sources import reader
-from inspector.sources.reader import read_span
+from ctx_inspect.sources import reader
+from ctx_inspect.sources.reader import read_span
 
 
 def test_a_span_reads_exactly_its_bytes(tmp_path: Path) -> None:

@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from inspector.cli import main
-from inspector.config import build_profile
-from inspector.core.model import (
+from ctx_inspect.app.config import build_profile
+from ctx_inspect.app.loader import LoadedSession, open_inputs
+from ctx_inspect.cli import main
+from ctx_inspect.core.model import (
     ContextMeasured,
     FinalTurnForced,
     GuardEvaluated,
@@ -23,9 +24,8 @@ from inspector.core.model import (
     ToolOutputAction,
     ToolOutputChanged,
 )
-from inspector.core.profiles import AiAgentProfile
-from inspector.core.session import MAIN_THREAD
-from inspector.loader import LoadedSession, open_inputs
+from ctx_inspect.core.profiles import AiAgentProfile
+from ctx_inspect.core.session import MAIN_THREAD
 
 SHORT = "short"
 PREFLIGHT = "guard-preflight"

@@ -12,12 +12,19 @@ from typing import Any
 
 import pytest
 
-from inspector.cli import main
-from inspector.config import build_profile
-from inspector.core.model import Compacted, LogLine, MessageAdded, MessageKind, Pruned, RequestSent
-from inspector.core.session import Session
-from inspector.formats.baseagent import CONTEXT_NOTE, BaseAgentLogParser
-from inspector.loader import open_inputs
+from ctx_inspect.app.config import build_profile
+from ctx_inspect.app.loader import open_inputs
+from ctx_inspect.cli import main
+from ctx_inspect.core.model import (
+    Compacted,
+    LogLine,
+    MessageAdded,
+    MessageKind,
+    Pruned,
+    RequestSent,
+)
+from ctx_inspect.core.session import Session
+from ctx_inspect.formats.baseagent import CONTEXT_NOTE, BaseAgentLogParser
 
 USABLE = 168_000  # what BaseAgent's "Context:" lines measure against
 

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from inspector.cli import main
-from inspector.config import build_profile
-from inspector.core.model import Compacted, LogLine, MessageKind, UsageReported
-from inspector.formats import registry
-from inspector.loader import load_session, open_inputs
+from ctx_inspect.app.config import build_profile
+from ctx_inspect.app.loader import load_session, open_inputs
+from ctx_inspect.cli import main
+from ctx_inspect.core.model import Compacted, LogLine, MessageKind, UsageReported
+from ctx_inspect.formats import registry
 from tests.corpus import real_runs
 
 SESSION_A = "fe211343-3d88-4257-8d02-f380eca45a0c"

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from inspector.cli import main
-from inspector.config import build_profile
-from inspector.core.model import Compacted, RequestRejected
-from inspector.formats import codex
-from inspector.formats.codex import CodexParser
-from inspector.loader import open_inputs
+from ctx_inspect.app.config import build_profile
+from ctx_inspect.app.loader import open_inputs
+from ctx_inspect.cli import main
+from ctx_inspect.core.model import Compacted, RequestRejected
+from ctx_inspect.formats import codex
+from ctx_inspect.formats.codex import CodexParser
 
 AUTO = "autocompact-limit60k"
 MANUAL = "manual-compact-tui"

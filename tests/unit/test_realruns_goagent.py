@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from inspector.cli import main
-from inspector.config import build_profile
-from inspector.core.model import Compacted, ContextMeasured, LogLine, ToolOutputChanged
-from inspector.loader import LoadedSession, open_inputs
+from ctx_inspect.app.config import build_profile
+from ctx_inspect.app.loader import LoadedSession, open_inputs
+from ctx_inspect.cli import main
+from ctx_inspect.core.model import Compacted, ContextMeasured, LogLine, ToolOutputChanged
 from tests.corpus import real_runs
 
 pytestmark = pytest.mark.corpus

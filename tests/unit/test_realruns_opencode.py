@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from inspector.cli import main
-from inspector.core.model import Pruned
-from inspector.formats.opencode import OpenCodeLogParser
+from ctx_inspect.cli import main
+from ctx_inspect.core.model import Pruned
+from ctx_inspect.formats.opencode import OpenCodeLogParser
 from tests.corpus import real_runs
 
 RUN = "prune-autocompact-serve"

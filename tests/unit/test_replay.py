@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from inspector.config import build_profile
-from inspector.core.model import (
+from ctx_inspect.app.config import build_profile
+from ctx_inspect.core.model import (
     TRIGGER_NOT_RECORDED,
     Compacted,
     ContextMeasured,
@@ -32,7 +32,7 @@ from inspector.core.model import (
     Usage,
     UsageReported,
 )
-from inspector.core.policies.base import (
+from ctx_inspect.core.policies.base import (
     Action,
     ContextItem,
     ItemChange,
@@ -44,8 +44,8 @@ from inspector.core.policies.base import (
     total,
     unchanged,
 )
-from inspector.core.profiles import GenericProfile, Profile, make_profile, profile_names
-from inspector.core.replay import (
+from ctx_inspect.core.profiles import GenericProfile, Profile, make_profile, profile_names
+from ctx_inspect.core.replay import (
     FAILED_HERE,
     Decision,
     ReplayResult,
@@ -55,8 +55,8 @@ from inspector.core.replay import (
     recorded_decisions,
     replay,
 )
-from inspector.core.session import MessageRow, Session
-from inspector.core.summarize import LocalSummarizer
+from ctx_inspect.core.session import MessageRow, Session
+from ctx_inspect.core.summarize import LocalSummarizer
 
 
 def chars4(message: Message) -> int:

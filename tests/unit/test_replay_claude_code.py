@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 import pytest
 
-from inspector.cli import main
+from ctx_inspect.cli import main
 
 DATA = Path(__file__).parents[1] / "data" / "claude_code"
 REACTIVE = DATA / "reactive-prompt-too-long.jsonl"

@@ -9,7 +9,7 @@ import unicodedata
 from hypothesis import given
 from hypothesis import strategies as st
 
-from inspector import safe_text
+from ctx_inspect import safe_text
 
 HIDDEN_CATEGORIES = {"Cc", "Cf", "Cs", "Zl", "Zp"}
 # the other default-ignorable characters (Unicode's Default_Ignorable_Code_Point) that are not Cf

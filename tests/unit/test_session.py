@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inspector.core.model import (
+from ctx_inspect.core.model import (
     Compacted,
     ContextMeasured,
     ContextReset,
@@ -28,7 +28,7 @@ from inspector.core.model import (
     Usage,
     UsageReported,
 )
-from inspector.core.session import Flag, Session
+from ctx_inspect.core.session import Flag, Session
 
 
 def msg(mid: str, role: Role, text: str, kind: MessageKind = MessageKind.MESSAGE) -> MessageAdded:
@@ -330,7 +330,7 @@ def test_the_figure_that_forced_a_final_turn_counts_towards_its_steps_peak() -> 
 
 
 def test_a_step_with_a_forced_final_turn_keeps_the_evaluation_that_forced_it() -> None:
-    from inspector.core.model import GuardEvaluated
+    from ctx_inspect.core.model import GuardEvaluated
 
     s = Session()
     s.append([msg("u", Role.USER, "y" * 40), RequestSent()])

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from inspector.core.model import (
+from ctx_inspect.core.model import (
     ContextMeasured,
     Event,
     LogLine,
@@ -23,8 +23,8 @@ from inspector.core.model import (
     Usage,
     UsageReported,
 )
-from inspector.core.packed import LogEntry, RequestEntry, UsageEntry, entry_event, updated
-from inspector.core.session import Session, _Live
+from ctx_inspect.core.packed import LogEntry, RequestEntry, UsageEntry, entry_event, updated
+from ctx_inspect.core.session import Session, _Live
 
 
 def _span(line: int) -> SourceSpan:
@@ -205,7 +205,7 @@ def test_usage_that_does_not_fit_the_columns_is_kept_as_given() -> None:
 
 
 def test_the_id_column_gives_back_every_string() -> None:
-    from inspector.core.session import StringColumn
+    from ctx_inspect.core.session import StringColumn
 
     texts = ["m1", "", "héllo wörld", "🙂 emoji", "\ud800 lone surrogate", "toolu_" + "x" * 300]
     column = StringColumn()
@@ -222,7 +222,7 @@ def test_the_id_column_gives_back_every_string() -> None:
 def test_a_log_of_figures_alone_ends_at_its_last_request() -> None:
     """With no messages, the lines after the last request (a log's closing lines) are no step
     of their own: the final context is the last figure, not an empty estimate."""
-    from inspector.core.model import LogLine
+    from ctx_inspect.core.model import LogLine
 
     session = Session(pack_events=True)
     session.append(
@@ -255,7 +255,7 @@ def test_a_message_after_the_last_request_opens_a_step() -> None:
 def test_bodies_read_from_several_threads_come_back_whole() -> None:
     import threading
 
-    from inspector.core.model import SourceSpan as Span
+    from ctx_inspect.core.model import SourceSpan as Span
 
     texts = {f"m{i}": f"body of message {i} " * 5 for i in range(300)}
 
@@ -292,7 +292,7 @@ def test_bodies_read_from_several_threads_come_back_whole() -> None:
 
 
 def test_a_column_of_one_value_turns_into_a_list_when_another_comes() -> None:
-    from inspector.core.packed import ObjectColumn
+    from ctx_inspect.core.packed import ObjectColumn
 
     column = ObjectColumn()
     for value in (None, None, None):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from inspector.core.model import (
+from ctx_inspect.core.model import (
     Message,
     MessageAdded,
     Part,
@@ -13,9 +13,9 @@ from inspector.core.model import (
     Usage,
     UsageReported,
 )
-from inspector.core.profiles import make_profile
-from inspector.core.session import Session
-from inspector.core.stats import RunFacts, summarize
+from ctx_inspect.core.profiles import make_profile
+from ctx_inspect.core.session import Session
+from ctx_inspect.core.stats import RunFacts, summarize
 
 FACTS = RunFacts(path="run.jsonl", format="native", tokenizer="approximate")
 

@@ -8,15 +8,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inspector.core import summarize
-from inspector.core.endpoint import (
+from ctx_inspect.core import summarize
+from ctx_inspect.core.endpoint import (
     OpenAICompatibleSummarizer,
     SummarizerError,
     render_conversation,
     system_prompt,
 )
-from inspector.core.model import Message, MessageKind, Part, PartType, Role
-from inspector.core.summarize import (
+from ctx_inspect.core.model import Message, MessageKind, Part, PartType, Role
+from ctx_inspect.core.summarize import (
     SCAN_HEAD_CHARS,
     SCAN_TAIL_CHARS,
     LocalSummarizer,
@@ -26,7 +26,7 @@ from inspector.core.summarize import (
     _scanned,
     summarizer_from_config,
 )
-from inspector.errors import ConfigError, InspectorError
+from ctx_inspect.errors import ConfigError, InspectorError
 
 
 def text(role: Role, body: str, id: str = "m") -> Message:

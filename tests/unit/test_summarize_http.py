@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from inspector.core.endpoint import OpenAICompatibleSummarizer, SummarizerError
-from inspector.core.model import Message, Part, PartType, Role
-from inspector.core.policies.base import ContextItem
-from inspector.core.policies.fifth import POLICY
-from inspector.core.profiles import default_profile
+from ctx_inspect.core.endpoint import OpenAICompatibleSummarizer, SummarizerError
+from ctx_inspect.core.model import Message, Part, PartType, Role
+from ctx_inspect.core.policies.base import ContextItem
+from ctx_inspect.core.policies.fifth import POLICY
+from ctx_inspect.core.profiles import default_profile
 
 KEY_VAR = "CTX_INSPECT_TEST_SUMMARIZER_KEY"
 SECRET = "sk-test-Zq8v1Secret"

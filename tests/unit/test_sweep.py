@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from inspector.core.diff import diff_action
-from inspector.core.model import (
+from ctx_inspect.core.diff import diff_action
+from ctx_inspect.core.model import (
     Event,
     Message,
     MessageAdded,
@@ -18,7 +18,7 @@ from inspector.core.model import (
     RequestSent,
     Role,
 )
-from inspector.core.policies.base import (
+from ctx_inspect.core.policies.base import (
     Action,
     ContextItem,
     ItemChange,
@@ -26,11 +26,11 @@ from inspector.core.policies.base import (
     PolicyResult,
     replace_text,
 )
-from inspector.core.profiles import make_profile
-from inspector.core.replay import replay
-from inspector.core.session import Session
-from inspector.core.summarize import LocalSummarizer
-from inspector.core.sweep import (
+from ctx_inspect.core.profiles import make_profile
+from ctx_inspect.core.replay import replay
+from ctx_inspect.core.session import Session
+from ctx_inspect.core.summarize import LocalSummarizer
+from ctx_inspect.core.sweep import (
     FactsCache,
     _needles_in,
     _SurvivalScorer,
@@ -39,7 +39,7 @@ from inspector.core.sweep import (
     parse_axis,
     row_of,
 )
-from inspector.errors import ConfigError
+from ctx_inspect.errors import ConfigError
 
 
 def test_lists_and_inclusive_ranges() -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from inspector.core.summarize import LocalSummarizer
-from inspector.core.sweep import grid
-from inspector.sweeper import SweepInput, _start_context, run_sweep
+from ctx_inspect.app.sweeper import SweepInput, _start_context, run_sweep
+from ctx_inspect.core.summarize import LocalSummarizer
+from ctx_inspect.core.sweep import grid
 
 LOG = Path(__file__).resolve().parents[1] / "data" / "baseagent" / "typical.log"
 
@@ -44,9 +44,9 @@ def test_a_sweep_from_a_thread_works_when_stderr_has_no_descriptor(tmp_path: Pat
     script.write_text(
         "import io, sys, threading\n"
         "from pathlib import Path\n"
-        "from inspector.core.summarize import LocalSummarizer\n"
-        "from inspector.core.sweep import grid\n"
-        "from inspector.sweeper import SweepInput, run_sweep\n"
+        "from ctx_inspect.core.summarize import LocalSummarizer\n"
+        "from ctx_inspect.core.sweep import grid\n"
+        "from ctx_inspect.app.sweeper import SweepInput, run_sweep\n"
         f"spec = SweepInput(paths=(Path({str(LOG)!r}),), format_name=None,"
         " profile_name=None, config=None, sets=())\n"
         "out = {}\n"

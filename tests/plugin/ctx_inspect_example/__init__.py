@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from inspector.core.agents import Agent, Knob, times
-from inspector.core.estimate import Rule
-from inspector.core.policies.generic import GenericPolicy
-from inspector.core.profiles import GenericProfile, Tokens
+from ctx_inspect.core.agents import Agent, Knob, times
+from ctx_inspect.core.estimate import Rule
+from ctx_inspect.core.policies.generic import GenericPolicy
+from ctx_inspect.core.profiles import GenericProfile, Tokens
 
 
 def _thirds(text: str) -> int:

@@ -4,7 +4,7 @@ message (``{"role": "user", "text": "..."}``) or a model call with its prompt's 
 
 from __future__ import annotations
 
-from inspector.core.model import (
+from ctx_inspect.core.model import (
     Event,
     Message,
     MessageAdded,
@@ -17,8 +17,8 @@ from inspector.core.model import (
     Usage,
     UsageReported,
 )
-from inspector.formats.base import LineParser
-from inspector.formats.registry import FormatSpec, Head, register
+from ctx_inspect.formats.base import LineParser
+from ctx_inspect.formats.registry import FormatSpec, Head, register
 
 _ROLES = {role.value: role for role in Role}
 

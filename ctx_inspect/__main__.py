@@ -1,0 +1,3 @@
+from ctx_inspect.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,1091 @@
+"""Agent profiles: each agent we understand, as data, with its real defaults and its own arithmetic.
+
+A profile answers the questions every other module asks about a window: how the agent composes
+its usable size (``limit_parts``), the token count at which it acts (``threshold``, strict or
+not), where the warning zone starts, which zone a count falls in, and the percentage the agent
+itself would print. Where each default comes from is in ``docs/profiles.md``.
+
+Profiles are pydantic models: strict (no silent coercion), closed (unknown keys are errors) and
+frozen. ``make_profile`` builds one from overrides and turns validation failures into one-line
+``ConfigError`` messages.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+import types
+from abc import abstractmethod
+from collections.abc import Mapping
+from fractions import Fraction
+from typing import Annotated, Any, ClassVar, Literal, NamedTuple, Union, get_args, get_origin
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from ctx_inspect.core import agents
+from ctx_inspect.core.estimate import GENERIC_RULES, Counter, estimate_message, uses_counter
+from ctx_inspect.core.model import Message
+from ctx_inspect.core.window import LimitParts, Zone
+from ctx_inspect.errors import ConfigError
+
+Tokens = Annotated[int, Field(ge=0)]
+Ratio = Annotated[float, Field(gt=0, le=1)]
+
+
+def _ceil_ratio(ratio: float, tokens: int) -> int:
+    """ceil(ratio × tokens) in exact decimal arithmetic (0.8 × 142800 is 114240, not 114241)."""
+    return math.ceil(Fraction(repr(ratio)) * tokens)
+
+
+class Profile(BaseModel):
+    """The interface every profile implements. Not instantiated itself."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True, allow_inf_nan=False)
+
+    name: str
+    agent: str
+    description: str
+    context_window: Tokens
+    estimator: str
+    encoding: str | None = None  # tokenizer encoding for exact counts; None = by model
+    warning_ratio: Ratio = 0.8  # warning zone from warning_ratio × threshold (see warning_field)
+
+    threshold_strict: ClassVar[bool] = False  # True: acts when tokens > threshold; else >=
+    # Other names a setting is known by (the agent's own configuration names): alias -> field.
+    setting_aliases: ClassVar[Mapping[str, str]] = types.MappingProxyType({})
+    warning_field: ClassVar[str] = "warning_ratio"  # the setting that places the warning level
+    # settings no file of the agent records (the model's limits, options given on the command
+    # line): until the user sets them, their defaults are assumptions, and ``stats`` and
+    # ``replay`` list them (``context_window`` is judged on its own: some files record it)
+    unrecorded_settings: ClassVar[tuple[str, ...]] = ()
+    _zone_bounds: tuple[bool, int, bool, int] | None = PrivateAttr(default=None)
+
+    @field_validator("estimator")
+    @classmethod
+    def _known_estimator(cls, value: str) -> str:
+        known = GENERIC_RULES + agents.declared()
+        if value not in known:
+            raise ValueError(f"unknown estimator {value!r}; known: {', '.join(known)}")
+        return value
+
+    # -- the figures ---------------------------------------------------------------------
+
+    @abstractmethod
+    def limit_parts(self) -> LimitParts:
+        """The window as the agent composes it: window − buffer − max output."""
+
+    @abstractmethod
+    def threshold(self) -> int:
+        """The token count at which the agent acts (compaction, guard, overflow)."""
+
+    def has_threshold(self) -> bool:
+        """False when the agent, as configured, never acts on tokens (e.g. a zero limit)."""
+        return True
+
+    def strict_threshold(self) -> bool:
+        """Whether the agent acts only above the threshold (else from it on)."""
+        return self.threshold_strict
+
+    def measure_basis(self) -> str:
+        """The figure the agent compares with its threshold before a request, as replay
+        rebuilds it: "request" = the request's own reported size (the prompt it is about to
+        send); "anchor" = the latest figure reported before it plus the agent's estimate of
+        what came since; "usage" = the latest response's prompt plus output; "usage+estimate"
+        = that plus the agent's estimate of what came after the response's first record;
+        "guard" = the projection the agent's own guard logged at its turn preflight
+        (``GuardEvaluated`` with trigger turn_preflight), for a log of figures without
+        messages."""
+        return "request"
+
+    def provider_limit(self) -> int | None:
+        """The largest request the provider accepts, when replay is to judge whether a replayed
+        request is refused by its size (a request over it is refused, and the policy's
+        ``after_request`` hears of it); None: only the refusals the recording shows."""
+        return None
+
+    def over_threshold(self, tokens: int) -> bool:
+        if not self.has_threshold():
+            return False
+        limit = self.threshold()
+        return tokens > limit if self.strict_threshold() else tokens >= limit
+
+    def first_overflow(self) -> int | None:
+        """The smallest token count at which the agent acts, or None if it never does."""
+        if not self.has_threshold():
+            return None
+        return self.threshold() + 1 if self.strict_threshold() else self.threshold()
+
+    def warning_threshold(self) -> int:
+        """The first token count in the warning zone."""
+        return _ceil_ratio(self.warning_ratio, self.threshold())
+
+    def prune_threshold(self) -> int | None:
+        """The count above which the agent prunes, or None when its prune does not depend on
+        the context's size (it runs at fixed moments)."""
+        return self.threshold()
+
+    def threshold_formula(self) -> str:
+        """How ``threshold()`` is made from the settings, in words, when it is not the window
+        less its buffer and output reserve (``limit_parts``); empty otherwise."""
+        return ""
+
+    def zone(self, tokens: int) -> Zone:
+        bounds = self._zone_bounds
+        if bounds is None:  # computed once: the profile is frozen
+            bounds = self._zone_bounds = (
+                self.has_threshold(),
+                self.threshold(),
+                self.strict_threshold(),
+                self.warning_threshold(),
+            )
+        active, limit, strict, warning = bounds
+        if not active:
+            return Zone.SAFE
+        if tokens > limit if strict else tokens >= limit:
+            return Zone.OVERFLOW
+        if tokens >= warning:
+            return Zone.WARNING
+        return Zone.SAFE
+
+    def percent_base(self) -> int:
+        """The figure the agent prints its percentages against."""
+        return self.limit_parts().effective
+
+    def percent_of_limit(self, tokens: int) -> float:
+        """``tokens`` as a percentage (0-100+, unrounded) the way the agent itself prints it."""
+        base = self.percent_base()
+        return 100.0 * tokens / base if base > 0 else 0.0
+
+    # -- estimation ----------------------------------------------------------------------
+
+    def uses_counter(self) -> bool:
+        """Whether the agent's estimate uses a real tokenizer (else pass no counter)."""
+        return uses_counter(self.estimator)
+
+    def counter_encoding(self) -> str | None:
+        """The encoding the estimator's counter should use; None = choose by model."""
+        return self.encoding
+
+    def estimate(self, message: Message, counter: Counter | None = None) -> int:
+        """The agent's own estimate of ``message``; ``counter`` is ignored when it has none."""
+        return estimate_message(self.estimator, message, counter if self.uses_counter() else None)
+
+    # -- description ---------------------------------------------------------------------
+
+    def derived(self) -> dict[str, object]:
+        """Figures a profile computes from its fields, beyond the common ones."""
+        return {}
+
+    def settings(self) -> dict[str, object]:
+        """Every field and every derived figure, for ``ctx-inspect profiles``."""
+        data: dict[str, object] = dict(self.model_dump())
+        if self.warning_field != "warning_ratio":
+            data.pop("warning_ratio", None)
+        parts = self.limit_parts()
+        has = self.has_threshold()
+        data.update(
+            {
+                "limit_window": parts.window,
+                "limit_buffer": parts.buffer,
+                "limit_max_output": parts.max_output,
+                "effective_limit": parts.effective,
+                "threshold": self.threshold() if has else None,
+                "threshold_strict": self.strict_threshold(),
+                "first_overflow": self.first_overflow(),
+                "warning_threshold": self.warning_threshold() if has else None,
+                "warning_setting": self.warning_field,
+                "percent_of": self.percent_base(),
+            }
+        )
+        data.update(self.derived())
+        return data
+
+
+# ------------------------------------------------------------------------------------------
+# BaseAgent (seed 000): src/core/compaction.py module constants
+
+
+class BaseAgentProfile(Profile):
+    name: str = "baseagent"
+    agent: Literal["baseagent"] = "baseagent"
+    description: str = "BaseAgent (SuperAgent): chars/4 estimate, compaction above 85% of 168k"
+    context_window: Tokens = 200_000  # MODEL_CONTEXT_LIMIT
+    estimator: str = "baseagent"
+    output_reserve: Tokens = 32_000  # OUTPUT_TOKEN_MAX
+    compact_ratio: Ratio = 0.85  # AUTO_COMPACT_THRESHOLD, of the usable window
+    prune_protect: Tokens = 40_000  # PRUNE_PROTECT (strict >)
+    prune_minimum: Tokens = 20_000  # PRUNE_MINIMUM (strict >)
+    protect_last_turns: Tokens = 2  # prune_old_tool_outputs(protect_last_turns=2)
+    summary_max_tokens: Tokens = 4096  # run_compaction max_tokens
+    tool_output_max_tokens: Tokens = 2500  # CONFIG max_output_tokens, middle-out truncation
+    tool_output_bytes_per_token: Annotated[int, Field(gt=0)] = 4  # truncate.py, UTF-8 bytes
+    max_iterations: Tokens = 200  # CONFIG max_iterations
+
+    threshold_strict: ClassVar[bool] = True
+
+    def usable(self) -> int:
+        return max(0, self.context_window - self.output_reserve)
+
+    def limit_parts(self) -> LimitParts:
+        return LimitParts(window=self.context_window, buffer=0, max_output=self.output_reserve)
+
+    def threshold(self) -> int:
+        # is_overflow: total > usable * 0.85, computed in floating point like the agent.
+        return math.floor(self.usable() * self.compact_ratio)
+
+    def threshold_formula(self) -> str:
+        return (
+            f"{self.compact_ratio} x (window {self.context_window:,} - output reserve "
+            f"{self.output_reserve:,} = {self.usable():,}), acting above it"
+        )
+
+    def derived(self) -> dict[str, object]:
+        return {"usable": self.usable(), "tool_output_max_bytes": self.tool_output_max_bytes()}
+
+    def tool_output_max_bytes(self) -> int:
+        return self.tool_output_max_tokens * self.tool_output_bytes_per_token
+
+
+# ------------------------------------------------------------------------------------------
+# OpenCode 1.18: packages/opencode/src/session/compaction.ts, overflow.ts (checked on real runs)
+
+
+class OpenCodeProfile(Profile):
+    name: str = "opencode"
+    agent: Literal["opencode"] = "opencode"
+    description: str = (
+        "OpenCode 1.18: compaction when the last request's tokens.total reaches usable = window "
+        "− max output (or input − reserved), keeping a verbatim tail; prune opt-in"
+    )
+    # model.limit.context: OpenCode takes it from its model list or the config and writes it to
+    # none of its files, so this default is ours, not the agent's (pass the model's own limit)
+    context_window: Tokens = 200_000
+    estimator: str = "opencode"
+    output_limit: Tokens = 32_000  # model.limit.output (0 = unknown)
+    output_token_max: Tokens = 32_000  # OUTPUT_TOKEN_MAX
+    input_limit: Tokens | None = None  # model.limit.input
+    reserved: Tokens | None = None  # compaction.reserved; None = min(20000, max output)
+    compaction_buffer: Tokens = 20_000  # COMPACTION_BUFFER
+    auto: bool = True  # compaction.auto
+    prune: bool = False  # compaction.prune: off unless the config turns it on
+    prune_protect: Tokens = 40_000  # PRUNE_PROTECT (strict >)
+    prune_minimum: Tokens = 20_000  # PRUNE_MINIMUM (strict >)
+    protect_last_turns: Tokens = 2
+    protected_tools: tuple[str, ...] = Field(default=("skill",), strict=False)
+    # compaction.preserve_recent_tokens; None = min(15000, max(2000, floor(usable × 0.25)))
+    preserve_recent_tokens: Tokens | None = None
+    tail_turns: Tokens = 2  # compaction.tail_turns: user turns the verbatim tail may span
+    preserve_recent_min: Tokens = 2_000  # MIN_PRESERVE_RECENT_TOKENS
+    preserve_recent_max: Tokens = 15_000  # MAX_PRESERVE_RECENT_TOKENS
+    summary_tool_output_chars: Tokens = 2_000  # tool results in the summarisation request
+
+    unrecorded_settings: ClassVar[tuple[str, ...]] = ("output_limit", "input_limit")
+
+    def max_output(self) -> int:
+        # ProviderTransform.maxOutputTokens: min(model output limit, OUTPUT_TOKEN_MAX) || max
+        return min(self.output_limit, self.output_token_max) or self.output_token_max
+
+    def reserved_tokens(self) -> int:
+        if self.reserved is not None:
+            return self.reserved
+        return min(self.compaction_buffer, self.max_output())
+
+    def usable(self) -> int:
+        if self.input_limit:  # JavaScript truthiness: 0 counts as unset
+            return max(0, self.input_limit - self.reserved_tokens())
+        return max(0, self.context_window - self.max_output())
+
+    def limit_parts(self) -> LimitParts:
+        if self.input_limit:
+            return LimitParts(window=self.input_limit, buffer=self.reserved_tokens(), max_output=0)
+        return LimitParts(window=self.context_window, buffer=0, max_output=self.max_output())
+
+    def threshold(self) -> int:
+        return self.usable()
+
+    def has_threshold(self) -> bool:
+        return self.context_window > 0  # isOverflow returns false when the context limit is 0
+
+    def percent_base(self) -> int:
+        return self.context_window  # the TUI shows tokens against model.limit.context
+
+    def prune_threshold(self) -> int | None:
+        return None  # prune runs at the end of every turn, whatever the size
+
+    def preserve_recent(self) -> int:
+        """The verbatim tail's budget in tokens (``preserveRecentBudget``)."""
+        if self.preserve_recent_tokens is not None:
+            return self.preserve_recent_tokens
+        quarter = self.usable() // 4
+        return min(self.preserve_recent_max, max(self.preserve_recent_min, quarter))
+
+    def derived(self) -> dict[str, object]:
+        return {
+            "max_output": self.max_output(),
+            "reserved_tokens": self.reserved_tokens(),
+            "usable": self.usable(),
+            "preserve_recent": self.preserve_recent(),
+        }
+
+
+# ------------------------------------------------------------------------------------------
+# Seed 001: the generic "guide" (astuces/03-context-management.md); no real tool runs it
+
+
+class GuideProfile(Profile):
+    name: str = "guide"
+    agent: Literal["guide"] = "guide"
+    description: str = "The BaseAgent guide's generic recipe: prune at 70%, compact at 85% of 180k"
+    context_window: Tokens = 180_000  # MAX_CONTEXT_TOKENS
+    estimator: str = "guide"
+    prune_ratio: Ratio = 0.70  # PRUNE_THRESHOLD
+    compact_ratio: Ratio = 0.85  # COMPACT_THRESHOLD
+    critical_ratio: Ratio = 0.95  # CRITICAL_THRESHOLD (declared, never used by the recipe)
+    keep_last_first: Tokens = 5  # prune_tool_outputs(keep_last=5) above 70%
+    keep_last_second: Tokens = 2  # prune_tool_outputs(keep_last=2) above 85%
+    keep_recent_messages: Tokens = 4  # compact_messages keeps system + summary + last 4
+    truncate_max_bytes: Tokens = 50_000  # middle_out_truncate(max_bytes=50000)
+
+    threshold_strict: ClassVar[bool] = True
+    warning_field: ClassVar[str] = "prune_ratio"
+
+    @model_validator(mode="after")
+    def _ordered(self) -> GuideProfile:
+        if not self.prune_ratio <= self.compact_ratio <= self.critical_ratio:
+            raise ValueError("prune_ratio <= compact_ratio <= critical_ratio must hold")
+        return self
+
+    def limit_parts(self) -> LimitParts:
+        return LimitParts(window=self.context_window, buffer=0, max_output=0)
+
+    def threshold(self) -> int:
+        return math.floor(self.context_window * self.compact_ratio)  # current > max × 0.85
+
+    def prune_above(self) -> int:
+        """Stage 1 (prune, keep 5) runs when tokens > this: ``current > max × 0.70``."""
+        return math.floor(self.context_window * self.prune_ratio)
+
+    def prune_threshold(self) -> int | None:
+        return self.prune_above()
+
+    def critical_above(self) -> int:
+        return math.floor(self.context_window * self.critical_ratio)
+
+    def warning_threshold(self) -> int:
+        # The first count at which stage 1 (prune, keep 5) fires: strictly above 70%.
+        # In floating point 180000 × 0.7 is 125999.99999999999, so that is 126,000.
+        return self.prune_above() + 1
+
+    def derived(self) -> dict[str, object]:
+        return {"prune_above": self.prune_above(), "critical_above": self.critical_above()}
+
+
+# ------------------------------------------------------------------------------------------
+# netdata ai-agent (seed 002): src/context-guard.ts
+
+
+class AiAgentProfile(Profile):
+    name: str = "aiagent"
+    agent: Literal["aiagent"] = "aiagent"
+    description: str = "netdata ai-agent: guard blocks when projected > window − buffer − output"
+    context_window: Tokens = 131_072  # DEFAULT_CONTEXT_WINDOW_TOKENS
+    estimator: str = "aiagent"
+    buffer_tokens: Tokens = 8_192  # DEFAULT_CONTEXT_BUFFER_TOKENS
+    max_output_tokens: Tokens | None = None  # None = floor(window / 4)
+    tool_schema_factor: Annotated[float, Field(gt=0)] = 2.09  # estimateToolSchemaTokens
+    tokenizer: str = "approximate"  # "approximate" or "tiktoken:<encoding or model>"
+    tool_response_max_bytes: Tokens = 12_288  # defaults.toolResponseMaxBytes
+
+    threshold_strict: ClassVar[bool] = True
+
+    @field_validator("tokenizer")
+    @classmethod
+    def _tokenizer(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("tokenizer must not be empty (use 'approximate')")
+        return value
+
+    def measure_basis(self) -> str:
+        return "guard"  # the projection its guard logged at the request's preflight
+
+    def max_output(self) -> int:
+        if self.max_output_tokens is not None:
+            return self.max_output_tokens
+        return max(0, self.context_window // 4)
+
+    def limit(self) -> int:
+        return self.limit_parts().effective
+
+    def limit_parts(self) -> LimitParts:
+        return LimitParts(
+            window=self.context_window, buffer=self.buffer_tokens, max_output=self.max_output()
+        )
+
+    def threshold(self) -> int:
+        return self.limit()
+
+    def has_threshold(self) -> bool:
+        return self.limit() > 0  # a zero limit never blocks
+
+    def blocked(self, projected: int) -> bool:
+        return self.over_threshold(projected)
+
+    def percent_base(self) -> int:
+        return self.context_window
+
+    def percent_of_limit(self, tokens: int) -> float:
+        # "LLM request prepared [... = P% of W]": (expected + buffer + max output) / window.
+        if self.context_window <= 0:
+            return 0.0
+        return 100.0 * (tokens + self.buffer_tokens + self.max_output()) / self.context_window
+
+    def uses_counter(self) -> bool:
+        return self.tokenizer.strip().lower() != "approximate"
+
+    def counter_encoding(self) -> str | None:
+        if self.encoding is not None:
+            return self.encoding
+        value = self.tokenizer.strip()
+        if value.lower().startswith("tiktoken:"):
+            return value[len("tiktoken:") :].strip() or None
+        return None
+
+    def derived(self) -> dict[str, object]:
+        return {"max_output": self.max_output(), "limit": self.limit()}
+
+
+# ------------------------------------------------------------------------------------------
+# tiancaiamao/ai (seed 003): pkg/compact/compact.go and pkg/agent/tool_output.go at 7bc6f19
+
+GOAGENT_DEFAULT_RESERVE = 16_384
+
+
+class GoAgentProfile(Profile):
+    name: str = "goagent"
+    agent: Literal["goagent"] = "goagent"
+    description: str = "tiancaiamao/ai (Go): compact when tokens >= window − 16384 (else 8000)"
+    context_window: Tokens = 0  # 0 = unknown
+    # models.json's contextWindow: in none of the agent's files
+    unrecorded_settings: ClassVar[tuple[str, ...]] = ("context_window",)
+    estimator: str = "goagent"
+    reserve_tokens: Tokens = GOAGENT_DEFAULT_RESERVE  # ReserveTokens (<= 0 means the default)
+    max_tokens: Tokens = 8_000  # MaxTokens, the limit when the window is unknown
+    max_messages: Tokens = 50  # MaxMessages, only when there is no token limit
+    keep_recent: Tokens = 5  # KeepRecent (messages)
+    keep_recent_tokens: Tokens = 20_000  # KeepRecentTokens, clamped to limit / 2
+    tool_call_cutoff: Tokens = 10  # ToolCallCutoff
+    tool_summary_strategy: Literal["llm", "heuristic", "off"] = "llm"
+    auto_compact: bool = True
+    # session: what the json and RPC modes run (the session file is compacted, cut at a user
+    # message after the previous compaction); in_memory: the library's Compactor.Compact
+    compactor: Literal["session", "in_memory"] = "session"
+    max_compaction_recoveries: Tokens = 1  # loop.go, on a context-length error
+    tool_output_max_lines: Tokens = 2_000  # ToolOutputLimits.MaxLines
+    tool_output_max_bytes: Tokens = 50 * 1024  # MaxBytes
+    tool_output_max_chars: Tokens = 200 * 1024  # MaxChars (runes)
+    tool_output_large_threshold: Tokens = 200 * 1024  # LargeOutputThreshold: spill to a file
+    tool_output_truncate_mode: Literal["head", "head_tail"] = "head_tail"
+    tool_summary_input_chars: Tokens = 12_000  # LLM summary input clip
+    tool_summary_output_runes: Tokens = 1_200  # LLM summary output clip
+    tool_summary_heuristic_runes: Tokens = 800  # heuristic fallback, head-tail
+    summary_tool_result_runes: Tokens = 1_800  # tool results in the compaction input
+
+    def effective_reserve(self) -> int:
+        return self.reserve_tokens if self.reserve_tokens > 0 else GOAGENT_DEFAULT_RESERVE
+
+    def limit_parts(self) -> LimitParts:
+        reserve = self.effective_reserve()
+        if self.context_window > 0 and self.context_window - reserve > 0:
+            return LimitParts(window=self.context_window, buffer=reserve, max_output=0)
+        return LimitParts(window=self.max_tokens, buffer=0, max_output=0)
+
+    def threshold(self) -> int:
+        return self.limit_parts().effective  # EffectiveTokenLimit
+
+    def has_threshold(self) -> bool:
+        return self.threshold() > 0
+
+    def limit_source(self) -> str:
+        reserve = self.effective_reserve()
+        if self.context_window > 0 and self.context_window - reserve > 0:
+            return "context_window"
+        return "max_tokens" if self.max_tokens > 0 else "none"
+
+    def compacts_on_messages(self, message_count: int) -> bool:
+        """The fallback trigger: message count, used only when there is no token limit."""
+        return not self.has_threshold() and message_count >= self.max_messages
+
+    def effective_keep_recent_tokens(self) -> int:
+        if self.keep_recent_tokens <= 0:
+            return 0
+        half = self.threshold() // 2
+        return min(self.keep_recent_tokens, half) if half > 0 else self.keep_recent_tokens
+
+    def derived(self) -> dict[str, object]:
+        return {
+            "effective_reserve": self.effective_reserve(),
+            "limit_source": self.limit_source(),
+            "effective_keep_recent_tokens": self.effective_keep_recent_tokens(),
+        }
+
+
+# ------------------------------------------------------------------------------------------
+# Fifth context manager (seed 004): examples/context-manager/main.fs
+
+
+class FifthProfile(Profile):
+    name: str = "fifth"
+    agent: Literal["fifth"] = "fifth"
+    description: str = "Fifth (Forth) context manager: level budgets, compress above 80% of 16k"
+    context_window: Tokens = 16_000  # always equal to total_budget
+    estimator: str = "fifth"
+    encoding: str | None = "cl100k_base"  # count-tokens-exact uses tiktoken cl100k_base
+    level1_budget: Tokens = 2_000  # permanent (system)
+    level2_budget: Tokens = 4_000  # session (summaries, decisions)
+    level3_budget: Tokens = 8_000  # working (user, assistant)
+    total_budget: Tokens = 16_000
+    capacity_trigger: Annotated[int, Field(ge=0, le=100)] = 80  # percent, strict >
+    age_threshold_seconds: Tokens = 300
+    compress_batch: Tokens = 10  # LIMIT 10 in ctx-get-old-messages
+    summary_max_tokens: Tokens = 500  # claude-3-haiku max_tokens
+    exact_count_min_bytes: Tokens = 1_000  # tiktoken only for content above this size
+    auto_compress: bool = False  # ctx-auto-compress exists but nothing calls it
+
+    LEVELS: ClassVar[Mapping[str, int]] = types.MappingProxyType(
+        {"system": 1, "developer": 1, "user": 3, "assistant": 3, "tool": 4}
+    )
+    COUNTED_LEVELS: ClassVar[tuple[int, ...]] = (1, 2, 3)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _window_is_total(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        window, total = data.get("context_window"), data.get("total_budget")
+        if window is not None and total is not None and window != total:
+            raise ValueError(
+                "context_window and total_budget are the same figure for fifth; set one"
+            )
+        if window is not None and total is None:
+            return {**data, "total_budget": window}
+        if total is not None and window is None:
+            return {**data, "context_window": total}
+        return data
+
+    def limit_parts(self) -> LimitParts:
+        return LimitParts(window=self.total_budget, buffer=0, max_output=0)
+
+    def threshold(self) -> int:
+        # ctx-capacity = total × 100 / total-budget (integer division) > capacity-trigger,
+        # i.e. capacity >= trigger + 1: tokens >= ceil((trigger + 1) × budget / 100).
+        return _ceil_div((self.capacity_trigger + 1) * self.total_budget, 100)
+
+    def has_threshold(self) -> bool:
+        return self.total_budget > 0
+
+    def capacity(self, tokens: int) -> int:
+        """The integer percentage ``stats`` prints and ``ctx-auto-compress`` tests."""
+        return tokens * 100 // self.total_budget if self.total_budget > 0 else 0
+
+    def level_for_role(self, role: str) -> int:
+        return self.LEVELS.get(str(role), 3)
+
+    def counts_toward_capacity(self, role: str) -> bool:
+        """Level-4 tool output is stored but never counted in the total."""
+        return self.level_for_role(role) in self.COUNTED_LEVELS
+
+    def level_budgets(self) -> dict[int, int]:
+        return {1: self.level1_budget, 2: self.level2_budget, 3: self.level3_budget}
+
+    def derived(self) -> dict[str, object]:
+        return {"capacity_at_threshold": self.capacity(self.threshold())}
+
+
+def _ceil_div(n: int, d: int) -> int:
+    return -(-n // d)
+
+
+# ------------------------------------------------------------------------------------------
+# Claude Code: auto-compact (transcripts.md 1.7; the real runs of 2.1.329)
+
+
+class AutocompactRule(NamedTuple):
+    """How one Claude Code version decides to compact."""
+
+    buffer_tokens: int  # subtracted from the base
+    base_excludes_output: bool  # base = window − min(max output, cap), else the whole window
+    # the figure compared: the latest response's usage (prompt + output), plus (True) the
+    # agent's estimate of every message after that response's first record
+    counts_since_answer: bool
+    # from this patch on, an unset auto-compact window ("auto") means no threshold at all: the
+    # agent sends, the provider refuses a prompt that is too long, and it compacts then
+    auto_window_reactive_from: int | None
+    reactive_compaction: bool  # compacts after the provider refuses a prompt as too long
+    source: str
+
+
+CLAUDE_CODE_AUTOCOMPACT: Mapping[str, AutocompactRule] = types.MappingProxyType(
+    {
+        "2.1": AutocompactRule(
+            13_000,
+            True,
+            True,
+            120,
+            True,
+            "getAutoCompactThreshold (anthropics/claude-code#31806): window − min(max output, "
+            "20000) − 13000, window = min(model window, --autocompact / autoCompactWindow / "
+            "CLAUDE_CODE_AUTO_COMPACT_WINDOW); 2.1.329 with the window unset compacts only after "
+            "a 'prompt is too long' refusal (real runs); 'auto' mode from 2.1.120 (changelog)",
+        ),
+        "2.0": AutocompactRule(
+            45_000,
+            False,
+            False,
+            None,
+            False,
+            "/context showed an 'Autocompact buffer' of ~45k (22.5% of 200k) above the "
+            "threshold; a 2.0.64 session auto-compacted at preTokens 156,953, the last "
+            "response's prompt + output (155,459 + 1,494)",
+        ),
+    }
+)
+
+_VERSION = re.compile(r"^\s*(\d+)\.(\d+)(?:\.(\d+))?")
+
+
+def claude_code_rule_key(version: str) -> str | None:
+    """The ``CLAUDE_CODE_AUTOCOMPACT`` key for a Claude Code version, None when none applies."""
+    match = _VERSION.match(version)
+    if match is None:
+        return None
+    key = f"{match.group(1)}.{match.group(2)}"
+    return key if key in CLAUDE_CODE_AUTOCOMPACT else None
+
+
+AutocompactWindow = Annotated[int, Field(gt=0)] | Literal["auto"]
+
+
+class ClaudeCodeProfile(Profile):
+    """Claude Code, by version (the session's own ``version`` when the file records it).
+
+    With an auto-compact window (``--autocompact``, ``autoCompactWindow``,
+    ``CLAUDE_CODE_AUTO_COMPACT_WINDOW``; ``autocompact_window`` here) Claude Code checks before
+    every request: the figure (the latest usage plus its estimate since) against
+    ``min(window, autocompact_window) − min(max output, 20,000) − 13,000``. With the window
+    unset ("auto"), 2.1.120 and later have no threshold: a request the provider refuses as too
+    long (more than the model's window) is compacted after the refusal. What ``limit_parts``
+    composes is always the limit acted on: window − output reserve − buffer = threshold.
+    """
+
+    name: str = "claude-code"
+    agent: Literal["claude-code"] = "claude-code"
+    description: str = (
+        "Claude Code: auto-compact at window − output reserve − buffer, or after the "
+        "provider refuses a prompt that is too long (by version and auto-compact window)"
+    )
+    context_window: Tokens = 200_000  # the model's window; 1,000,000 for [1m] models
+    estimator: str = "claude-code"
+    max_output_tokens: Tokens = 32_000
+    output_reserve_cap: Tokens = 20_000  # min(max output, 20000) is reserved
+    version: str = "2.1"
+    autocompact_window: AutocompactWindow = "auto"
+    autocompact_buffer_tokens: Tokens | None = None  # None = by version
+    autocompact_pct_override: Annotated[float, Field(gt=0, le=100)] | None = None
+    warning_buffer_tokens: Tokens = 20_000  # the "context low" warning, below the threshold
+    # time-based micro-compaction: behind a server-side flag that reports of Claude Code's
+    # source give as off by default; no real session shows one
+    time_based_microcompact: bool = False
+
+    warning_field: ClassVar[str] = "warning_buffer_tokens"
+    # no Claude Code file records these: a replay says it assumed them
+    unrecorded_settings: ClassVar[tuple[str, ...]] = (
+        "autocompact_window",
+        "autocompact_pct_override",
+    )
+
+    @field_validator("version")
+    @classmethod
+    def _known_version(cls, value: str) -> str:
+        if claude_code_rule_key(value) is None:
+            known = ", ".join(CLAUDE_CODE_AUTOCOMPACT)
+            raise ValueError(f"no auto-compact rule for version {value!r}; known: {known}")
+        return value
+
+    @staticmethod
+    def window_for_model(model: str | None) -> int:
+        return 1_000_000 if model and "[1m]" in model.lower() else 200_000
+
+    def rule(self) -> AutocompactRule:
+        key = claude_code_rule_key(self.version)
+        assert key is not None  # checked by the validator
+        return CLAUDE_CODE_AUTOCOMPACT[key]
+
+    def patch(self) -> int:
+        match = _VERSION.match(self.version)
+        return int(match.group(3)) if match and match.group(3) else 0
+
+    def proactive(self) -> bool:
+        """Whether this version, so configured, compacts at a threshold before a request (else
+        only after the provider refuses one)."""
+        start = self.rule().auto_window_reactive_from
+        return self.autocompact_window != "auto" or start is None or self.patch() < start
+
+    def compact_window(self) -> int:
+        """The window the threshold is computed on: the model's, or the auto-compact window
+        when that is smaller."""
+        window = self.autocompact_window
+        return self.context_window if window == "auto" else min(self.context_window, window)
+
+    def output_reserve(self) -> int:
+        return min(self.max_output_tokens, self.output_reserve_cap)
+
+    def hard_limit(self) -> int:
+        """Where Claude Code stops taking input: the model's window less the output reserve."""
+        return max(0, self.context_window - self.output_reserve())
+
+    def provider_limit(self) -> int:
+        """The largest prompt the provider accepts: the model's window."""
+        return self.context_window
+
+    def autocompact_buffer(self) -> int:
+        if self.autocompact_buffer_tokens is not None:
+            return self.autocompact_buffer_tokens
+        return self.rule().buffer_tokens
+
+    def autocompact_base(self) -> int:
+        window = self.compact_window()
+        if not self.rule().base_excludes_output:
+            return window
+        return max(0, window - self.output_reserve())
+
+    def autocompact_threshold(self) -> int:
+        base = self.autocompact_base()
+        default = max(0, base - self.autocompact_buffer())
+        if self.autocompact_pct_override is None:
+            return default
+        # CLAUDE_AUTOCOMPACT_PCT_OVERRIDE: Math.min(floor(base × pct / 100), default)
+        return min(math.floor(base * (self.autocompact_pct_override / 100)), default)
+
+    def limit_parts(self) -> LimitParts:
+        if not self.proactive():
+            return LimitParts(window=self.provider_limit(), buffer=0, max_output=0)
+        window = self.compact_window()
+        threshold = self.autocompact_threshold()
+        reserve = self.output_reserve() if self.rule().base_excludes_output else 0
+        reserve = min(reserve, window)
+        return LimitParts(window=window, buffer=window - reserve - threshold, max_output=reserve)
+
+    def threshold(self) -> int:
+        return self.autocompact_threshold() if self.proactive() else self.provider_limit()
+
+    def strict_threshold(self) -> bool:
+        return not self.proactive()  # the provider refuses "N tokens > window maximum"
+
+    def measure_basis(self) -> str:
+        return "usage+estimate" if self.rule().counts_since_answer else "usage"
+
+    def warning_threshold(self) -> int:
+        return max(0, self.threshold() - self.warning_buffer_tokens)
+
+    def percent_base(self) -> int:
+        return self.context_window  # /context and the statusline: tokens / window
+
+    def derived(self) -> dict[str, object]:
+        return {
+            "mode": "threshold" if self.proactive() else "reactive (after a refusal)",
+            "output_reserve": self.output_reserve(),
+            "hard_limit": self.hard_limit(),
+            "provider_limit": self.provider_limit(),
+            "autocompact_window_used": self.compact_window(),
+            "autocompact_buffer": self.autocompact_buffer(),
+            "autocompact_base": self.autocompact_base(),
+            "autocompact_threshold": self.autocompact_threshold(),
+            "measure": self.measure_basis(),
+            "autocompact_rule": self.rule().source,
+        }
+
+
+# ------------------------------------------------------------------------------------------
+# OpenAI Codex CLI (transcripts.md 2.3; the 0.169 rules from codex-rs)
+
+
+class CodexProfile(Profile):
+    """Codex's settings under the names of its own ``config.toml`` (``model_context_window``,
+    ``model_auto_compact_token_limit``); ``auto_compact_token_limit`` is still accepted."""
+
+    name: str = "codex"
+    agent: Literal["codex"] = "codex"
+    description: str = (
+        "OpenAI Codex CLI: 258,400 effective window, auto-compaction at 90% of 272,000"
+    )
+    context_window: Tokens = 258_400  # what token_count reports: 95% of 272,000
+    estimator: str = "codex"
+    encoding: str | None = "o200k_base"
+    effective_window_percent: Annotated[int, Field(gt=0, le=100)] = 95
+    baseline_tokens: Tokens = 12_000  # BASELINE_TOKENS of the "% left" figure
+    # config.toml's model_context_window (the model's whole window); None = from context_window
+    model_context_window: Tokens | None = None
+    # config.toml's model_auto_compact_token_limit; None (or 0) = 90% of the model's window
+    model_auto_compact_token_limit: int | None = None
+
+    setting_aliases: ClassVar[Mapping[str, str]] = types.MappingProxyType(
+        {"auto_compact_token_limit": "model_auto_compact_token_limit"}
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _window_from_config(cls, data: Any) -> Any:
+        """``model_context_window`` is the configured window; Codex reports and uses
+        ``effective_window_percent`` of it (``context_window``)."""
+        if not isinstance(data, dict) or data.get("model_context_window") is None:
+            return data
+        configured = data["model_context_window"]
+        percent = data.get("effective_window_percent", 95)
+        if type(configured) is not int or type(percent) is not int:
+            return data  # the field validators say what is wrong
+        effective = configured * percent // 100
+        window = data.get("context_window")
+        if window is not None and window != effective:
+            raise ValueError(
+                f"context_window {window} is not {percent}% of model_context_window "
+                f"{configured} ({effective}); set one of them"
+            )
+        return {**data, "context_window": effective}
+
+    def measure_basis(self) -> str:
+        return "anchor"  # the latest total_tokens plus Codex's estimate of what came since
+
+    def nominal_window(self) -> int:
+        """The model's whole window, before effective_window_percent."""
+        if self.model_context_window is not None:
+            return self.model_context_window
+        return self.context_window * 100 // self.effective_window_percent
+
+    def limit_parts(self) -> LimitParts:
+        return LimitParts(window=self.context_window, buffer=0, max_output=0)
+
+    def threshold(self) -> int:
+        """``model_auto_compact_token_limit``, never above 90% of the model's window (a limit
+        of 0 or less counts as unset), as Codex's ``auto_compact_token_limit()``."""
+        default = self.nominal_window() * 9 // 10
+        limit = self.model_auto_compact_token_limit
+        if limit is None or limit <= 0:
+            return default
+        return min(limit, default)
+
+    def percent_left(self, tokens: int) -> float:
+        """Codex's "% context left" (unrounded; the TUI rounds it to an integer)."""
+        effective = self.context_window - self.baseline_tokens
+        if effective <= 0:
+            return 0.0
+        used = max(0, tokens - self.baseline_tokens)
+        return 100.0 * max(0, effective - used) / effective
+
+    def percent_base(self) -> int:
+        return self.context_window - self.baseline_tokens
+
+    def percent_of_limit(self, tokens: int) -> float:
+        return 100.0 - self.percent_left(tokens)
+
+    def derived(self) -> dict[str, object]:
+        return {"nominal_window": self.nominal_window()}
+
+
+# ------------------------------------------------------------------------------------------
+# Plain chat arrays and agents we do not know
+
+
+class GenericProfile(Profile):
+    name: str = "generic"
+    agent: Literal["generic"] = "generic"
+    description: str = "Plain chat arrays, unknown agents: warn at 70%, overflow above 90%"
+    context_window: Tokens = 128_000
+    estimator: str = "exact"
+    max_output_tokens: Tokens = 0
+    compact_ratio: Ratio = 0.90  # of the effective window, strict >
+    warning_window_ratio: Ratio = 0.70  # of the effective window
+
+    threshold_strict: ClassVar[bool] = True
+    warning_field: ClassVar[str] = "warning_window_ratio"
+
+    def limit_parts(self) -> LimitParts:
+        return LimitParts(window=self.context_window, buffer=0, max_output=self.max_output_tokens)
+
+    def threshold(self) -> int:
+        return math.floor(self.limit_parts().effective * self.compact_ratio)
+
+    def warning_threshold(self) -> int:
+        return min(
+            _ceil_ratio(self.warning_window_ratio, self.limit_parts().effective), self.threshold()
+        )
+
+
+# ------------------------------------------------------------------------------------------
+# Registry and construction
+
+
+def profile_names() -> tuple[str, ...]:
+    """The names of every profile: one per agent that has one (``ctx_inspect.core.agents``)."""
+    return tuple(a.name for a in agents.all_agents() if a.profile is not None)
+
+
+def profile_from(data: Mapping[str, Any]) -> Profile:
+    """The profile ``data`` describes (a ``model_dump`` of one), by its ``agent`` field."""
+    name = data.get("agent")
+    if not isinstance(name, str):
+        raise ConfigError("Invalid profile", "a profile needs its agent's name (agent = ...)")
+    cls = profile_class(name)
+    try:
+        return cls.model_validate(data)
+    except ValidationError as exc:
+        raise _config_error(name, cls, exc, data, {}) from None
+
+
+def _suggest(word: str, candidates: list[str]) -> str:
+    close = difflib.get_close_matches(word, candidates, n=3, cutoff=0.6)
+    return f" (did you mean {' or '.join(close)}?)" if close else ""
+
+
+def profile_class(name: str) -> type[Profile]:
+    found = agents.find(name)
+    if found is None or found.profile is None:
+        problem = agents.problems().get(name)
+        if problem is not None:
+            raise ConfigError("Profile failed to load", problem)
+        known = list(profile_names())
+        raise ConfigError(
+            "Unknown profile", f"{name!r}{_suggest(name, known)}; known: {', '.join(known)}"
+        )
+    return found.profile
+
+
+def default_profile(name: str) -> Profile:
+    return profile_class(name).model_validate({})
+
+
+def setting_name(name: str, key: str) -> str:
+    """The profile's field for ``key``: ``key`` itself, or the field it is another name of."""
+    return profile_class(name).setting_aliases.get(key, key)
+
+
+def check_keys(name: str, keys: list[str], where: str = "") -> None:
+    """Raise ConfigError for a key the profile does not have (``where`` says where it was)."""
+    cls = profile_class(name)
+    source = f" ({where})" if where else ""
+    for key in keys:
+        key = cls.setting_aliases.get(key, key)
+        if key == "agent":
+            raise ConfigError(
+                "Invalid profile setting",
+                f"'agent'{source} cannot be set; choose the profile instead",
+            )
+        if key not in cls.model_fields:
+            fields = [f for f in cls.model_fields if f != "agent"] + list(cls.setting_aliases)
+            raise ConfigError(
+                "Invalid profile setting",
+                f"{name} has no setting {key!r}{source}{_suggest(key, fields)}",
+            )
+        if key == "warning_ratio" and cls.warning_field != "warning_ratio":
+            raise ConfigError(
+                "Invalid profile setting",
+                f"{name} does not use warning_ratio{source}; "
+                f"its warning level is set by {cls.warning_field}",
+            )
+
+
+def make_profile(
+    name: str, overrides: Mapping[str, object], origins: Mapping[str, str] | None = None
+) -> Profile:
+    """The profile ``name`` with ``overrides`` applied and validated.
+
+    ``origins`` may say where each key came from (for the error message).
+    """
+    cls = profile_class(name)
+    origins = origins or {}
+    for key in overrides:
+        check_keys(name, [key], origins.get(key, ""))
+    aliases = cls.setting_aliases
+    if any(key in aliases for key in overrides):  # the agent's own names for our fields
+        overrides = {aliases.get(k, k): v for k, v in overrides.items()}
+        origins = {aliases.get(k, k): v for k, v in origins.items()}
+    data: dict[str, object] = {}
+    for key, value in overrides.items():
+        if isinstance(value, list) and get_origin(cls.model_fields[key].annotation) is tuple:
+            value = tuple(value)
+        data[key] = value
+    try:
+        return cls.model_validate(data)
+    except ValidationError as exc:
+        raise _config_error(name, cls, exc, overrides, origins) from None
+
+
+def _config_error(
+    name: str,
+    cls: type[Profile],
+    exc: ValidationError,
+    data: Mapping[str, object],
+    origins: Mapping[str, str],
+) -> ConfigError:
+    error = exc.errors(include_url=False)[0]
+    loc = error.get("loc", ())
+    key = str(loc[0]) if loc else ""
+    message = str(error.get("msg", "invalid value"))
+    message = message.removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    if not key or key not in cls.model_fields:
+        return ConfigError("Invalid profile setting", f"{name}: {message}")
+    source = f" ({origins[key]})" if key in origins else ""
+    value = data.get(key, error.get("input"))
+    kind = error.get("type", "")
+    if kind.endswith("_type") or kind in {"literal_error", "int_from_float", "enum"}:
+        expected = _expected(cls.model_fields[key].annotation)
+        return ConfigError(
+            "Invalid profile setting",
+            f"{name}.{key}{source}: expected {expected}, got {_kind(value)} {value!r}",
+        )
+    return ConfigError(
+        "Invalid profile setting", f"{name}.{key}{source}: {message} (got {value!r})"
+    )
+
+
+def _expected(annotation: Any) -> str:
+    origin = get_origin(annotation)
+    args = get_args(annotation)
+    if origin is Annotated:
+        return _expected(args[0])
+    if origin is Literal:
+        return "one of " + ", ".join(repr(a) for a in args)
+    if origin is tuple:
+        inner = _expected(args[0]) if args else "a value"
+        return f"a list of {inner.removeprefix('an ').removeprefix('a ')}s"
+    if origin in (Union, types.UnionType):
+        options = [_expected(a) for a in args if a is not type(None)]
+        return " or ".join(options)
+    names = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
+    if isinstance(annotation, type) and annotation in names:
+        return names[annotation]
+    return str(annotation)
+
+
+def _kind(value: object) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list | tuple):
+        return "list"
+    if isinstance(value, dict):
+        return "table"
+    return type(value).__name__

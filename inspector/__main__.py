@@ -1,3 +1,0 @@
-from inspector.cli import main
-
-raise SystemExit(main())

@@ -1,2 +1,0 @@
-"""One package per agent: everything that is one agent's, declared as its ``AGENT`` and
-registered once in ``inspector.core.agents.BUILTIN`` (see docs/adding-an-agent.md)."""
