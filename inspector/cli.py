@@ -75,6 +75,12 @@ def build_parser() -> argparse.ArgumentParser:
             "--merge", action="store_true", help="read several streams of one run as one session"
         )
         cmd.add_argument("--json", action="store_true", help="print JSON")
+        cmd.add_argument(
+            "--no-exact",
+            action="store_true",
+            help="skip exact token counting of the recorded messages (figures then use what "
+            "the file reports and the profile's estimate; stats --no-exact shows the same)",
+        )
         return cmd
 
     engine_command("replay", "re-run a session under a profile and settings, step by step")

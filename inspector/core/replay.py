@@ -70,7 +70,13 @@ from inspector.core.policies.base import (
     Summarizer,
 )
 from inspector.core.profiles import Profile
-from inspector.core.session import MAIN_THREAD, MessageRow, Session, StepState
+from inspector.core.session import (
+    COMPACTION_LABEL,
+    MAIN_THREAD,
+    MessageRow,
+    Session,
+    StepState,
+)
 from inspector.core.window import Zone
 
 OVERHEAD_ID = "__overhead__"
@@ -128,13 +134,18 @@ class Decision:
 
 @dataclass
 class ReplayStep:
+    """One replayed request. ``tokens`` is on the basis and at the moment of the session's own
+    figure for the step (``StepState.tokens``, what ``stats`` and the dashboard show: Codex's
+    total once the request was answered, the request an agent sent after forcing its final
+    turn), moved by what the replay changed; ``recorded`` is that session figure. ``request``
+    is the figure the replayed agent measures at the request (what its decisions see), and
+    ``request_recorded`` the recording's on that basis."""
+
     step: int
-    tokens: int  # the replayed context at the request, in the figure the agent measures
+    tokens: int  # the replayed figure, as the session's figure of the step
     estimated: int  # the agent's own estimate of the replayed messages
     exact: int | None  # exact count of the replayed messages, when known
-    recorded: int  # the recorded figure at this request (on an "anchor" basis: the recording's
-    # figure as the agent measured it before the request, its own estimate of what came since
-    # the latest report added)
+    recorded: int  # the session's own figure of the step (``StepState.tokens``)
     origin: Origin  # where the recorded figure came from
     zone: Zone
     messages: int
@@ -142,6 +153,13 @@ class ReplayStep:
     recorded_peak: int = 0  # the recording's highest figure of the step
     decisions: list[Decision] = field(default_factory=list)
     recorded_decisions: list[Decision] = field(default_factory=list)
+    # the replayed figure at the request as the agent measures it (after what its management
+    # removed): what the policy hears once the request is answered
+    request: int = 0
+    # the recording's figure on that basis (on an "anchor" basis: the recording's figure as
+    # the agent measured it before the request, its own estimate of what came since the latest
+    # report added; on a "guard" basis: the projection the guard logged at the preflight)
+    request_recorded: int = 0
 
 
 @dataclass(frozen=True)
@@ -440,6 +458,7 @@ def _replay(
 
     context = _Context(count_exact if exact is not None else None)
     steps: list[ReplayStep] = []
+    shown_later = _ShownLater()
     decisions: list[Decision] = []
     results: list[ActionRecord] = []
     offset = 0
@@ -457,16 +476,19 @@ def _replay(
     # the request that follows it, which is not managed again
     after_call = False
 
-    # the summary the replay's latest compaction wrote: (its id, the step the compaction
-    # fired at, its decision); the recording's own summary of a compaction at the same point
-    # stands in for it when it comes
-    own_summary: tuple[str, int, Decision] | None = None
+    # what the replay's latest compaction wrote, by kind (its summary; the request message it
+    # made for the user's compaction): (its id, the step the compaction fired at, its
+    # decision); the recording's own of a compaction at the same point stands in for it when
+    # it comes
+    own_products: dict[MessageKind, tuple[str, int, Decision]] = {}
+    # what the recording's latest compaction kept that comes after it (its request message)
+    late_retained: set[str] = set()
 
     def summary_written(result: PolicyResult, decision: Decision, at: int) -> None:
-        nonlocal own_summary
         if decision.kind == "compaction":
-            written = _written_summary(result)
-            own_summary = (written.id, at, decision) if written is not None else None
+            own_products.clear()
+            for written in _written_products(result):
+                own_products[written.message.kind] = (written.id, at, decision)
 
     def act_between(
         result: PolicyResult,
@@ -493,17 +515,17 @@ def _replay(
             context.replace(result.items)
             summary_written(result, decision, step)
 
-    def adopt_summary(recorded: ContextItem) -> None:
-        """The recording's summary of the compaction the replay made at the same point takes
-        the place of the replay's own (whose text the summarizer wrote without knowing it)."""
-        nonlocal own_summary
-        if own_summary is None:
+    def adopt_product(recorded: ContextItem) -> None:
+        """The recording's own summary (or request message) of the compaction the replay made
+        at the same point takes the place of the replay's (whose summary the summarizer wrote
+        without knowing it)."""
+        own_product = own_products.pop(recorded.message.kind, None)
+        if own_product is None:
             return
-        summary_id, at, decision = own_summary
-        own_summary = None
+        product_id, at, decision = own_product
         if step - at > 1:
-            return  # the replay's compaction was earlier: this summary is of another one
-        position = next((p for p, i in enumerate(context.items) if i.id == summary_id), None)
+            return  # the replay's compaction was earlier: this one is of another compaction
+        position = next((p for p, i in enumerate(context.items) if i.id == product_id), None)
         if position is None:
             return
         change = recorded.tokens - context.items[position].tokens
@@ -516,8 +538,12 @@ def _replay(
             for k, d in enumerate(listed):
                 if d is decision:
                     listed[k] = fixed
+        for kind, (other, made_at, made) in list(own_products.items()):
+            if made is decision:
+                own_products[kind] = (other, made_at, fixed)
         for state in steps[-2:]:
             if state.step == decision.step:
+                state.request = max(0, state.request + change)
                 state.tokens = max(0, state.tokens + change)
 
     def end_loop() -> None:
@@ -583,7 +609,7 @@ def _replay(
                 pending.append(decision)
             else:
                 if answered is not None:
-                    fired = hear(items, answered.tokens, refused)
+                    fired = hear(items, answered.request, refused)
                     reactive.update(id(r) for r in fired if refused is not None)
                 if not _compacts(fired):
                     fired += [
@@ -643,11 +669,17 @@ def _replay(
                 skip_summary = False
                 # the recording's own compaction summary: the replay writes its own, unless it
                 # compacted at the same point
-                if own_summary is not None:
+                if MessageKind.SUMMARY in own_products:
                     summary = session.body(rec.position)
-                    adopt_summary(ContextItem(summary, estimate(summary), rec.position))
+                    adopt_product(ContextItem(summary, estimate(summary), rec.position))
                 continue
             message = session.body(rec.position)
+            if late_retained and message.id in late_retained:
+                late_retained.discard(message.id)
+                if message.kind in own_products:
+                    # the request message the recorded compaction kept: the replay made its own
+                    adopt_product(ContextItem(message, estimate(message), rec.position))
+                    continue
             if message.role is Role.USER and message.kind is MessageKind.MESSAGE:
                 end_loop()  # the user's next message: the agent's loop had ended
                 own.prompt_starts(context)
@@ -722,7 +754,7 @@ def _replay(
                 reactive: set[int] = set()  # the results of a refusal
                 if checked is None:  # no compaction decided at a check in this build-up
                     if answered is not None:
-                        fired = hear(items, answered.tokens, heard_refusal)
+                        fired = hear(items, answered.request, heard_refusal)
                         reactive.update(id(r) for r in fired if heard_refusal is not None)
                     if manage_now:
                         guard = preflight
@@ -875,26 +907,42 @@ def _replay(
                 own.fill_after(tokens, [step_decisions, decisions, *made_at])
             offset += recorded_persistent - replayed_persistent
             decisions.extend(step_decisions)
-            steps.append(
-                ReplayStep(
-                    step=step,
-                    tokens=tokens,
-                    estimated=context.total,
-                    exact=context.exact(),
-                    recorded=(
-                        state.estimated + overhead
-                        if state is not None and has_messages and basis == "anchor"
-                        else recorded_tokens
-                    ),
-                    origin=state.origin if state is not None else Origin.ESTIMATED,
-                    zone=profile.zone(peak),
-                    messages=len(context.items),
-                    peak=peak,
-                    recorded_peak=recorded_peak if recorded_peak is not None else pre,
-                    decisions=step_decisions,
-                    recorded_decisions=list(recorded_here),
-                )
+            # the recording's figure on the basis the replayed one is made on: with messages,
+            # the agent's estimate of the recorded messages plus what the replay adds to its own
+            # (whatever the session's figure counts them with: a recount by a tokenizer, say)
+            request_recorded = (
+                state.estimated + overhead
+                if state is not None and has_messages and usage is None
+                else recorded_tokens
             )
+            if state is None:
+                shown = recorded_shown = tokens
+            else:
+                # the session's own figure of the step, moved by what the replay changed, and
+                # by what a forced final turn leaves out of the request it sends
+                withheld = _withheld(fired) - _withheld_recorded(preflight, recorded_here)
+                recorded_shown = state.tokens
+                shown = max(0, recorded_shown + tokens - request_recorded - withheld)
+            replayed_step = ReplayStep(
+                step=step,
+                tokens=shown,
+                estimated=context.total,
+                exact=context.exact(),
+                recorded=recorded_shown,
+                origin=state.origin if state is not None else Origin.ESTIMATED,
+                zone=profile.zone(max(peak, shown)),
+                messages=len(context.items),
+                peak=max(peak, shown),
+                recorded_peak=recorded_peak if recorded_peak is not None else pre,
+                decisions=step_decisions,
+                recorded_decisions=list(recorded_here),
+                request=tokens,
+                request_recorded=request_recorded,
+            )
+            shown_later.settle(replayed_step, decisions)
+            if _after_measured_later(state, step_decisions, recorded_here):
+                shown_later.wait(replayed_step)
+            steps.append(replayed_step)
             unheard = steps[-1]
             if state is not None and state.usage is not None:
                 response = tokens + _output_of(state.usage)
@@ -908,6 +956,7 @@ def _replay(
             elif usage is not None:
                 check_at_compaction(event, *settle())
             else:
+                late_retained = set(event.retained_ids).difference(map(_ITEM_ID, context.items))
                 if adopt_recorded:
                     # the replay compacts here too: what the agent did is known, so it is taken
                     # (what it kept, and what it put in after)
@@ -925,7 +974,7 @@ def _replay(
                             act_between(
                                 forced,
                                 f"{MANUAL}: the user's command ({forced.reason})",
-                                steps[-1].tokens if steps else None,
+                                steps[-1].request if steps else None,
                                 MANUAL,
                             )
             adopt_recorded = False
@@ -950,7 +999,7 @@ def _replay(
         with context.with_overhead(last_overhead, has_messages) as items:
             last: list[PolicyResult] = []
             if answered is not None and refused is not None:
-                last += hear(items, answered.tokens, refused)
+                last += hear(items, answered.request, refused)
             if every_turn:
                 last += own.manage(
                     lambda its: policy.manage(its, profile, estimate, summarizer),
@@ -1160,6 +1209,65 @@ def _adopt_recorded(
     context.replace(items)
 
 
+class _ShownLater:
+    """A step whose session figure is the after of a compaction the replay made there too, as
+    the agent measured it at a later request (OpenCode: the next ordinary request's prompt):
+    its replayed figure, and the replayed compaction's after, are that figure moved by what
+    the replay changed at the next request (the replay's context at the step holds the
+    summary that the recording writes after it, and that its figure already counts)."""
+
+    def __init__(self) -> None:
+        self.waiting: ReplayStep | None = None
+
+    def wait(self, replayed: ReplayStep) -> None:
+        self.waiting = replayed
+
+    def settle(self, following: ReplayStep, decisions: list[Decision]) -> None:
+        waiting, self.waiting = self.waiting, None
+        if waiting is None:
+            return
+        waiting.tokens = max(0, waiting.recorded + following.tokens - following.recorded)
+        for listed in (waiting.decisions, decisions):
+            for k, d in enumerate(listed):
+                if d.step == waiting.step and d.kind == "compaction" and not d.failed:
+                    listed[k] = replace(d, tokens_after=waiting.tokens)
+
+
+def _after_measured_later(
+    state: StepState | None, replayed: Sequence[Decision], recorded_here: Sequence[Decision]
+) -> bool:
+    """Whether the step's session figure is the after of a recorded compaction that the
+    replay made at the same step (see ``_ShownLater``)."""
+    if state is None or state.reported_label != COMPACTION_LABEL:
+        return False
+    return any(d.kind == "compaction" and not d.failed for d in replayed) and any(
+        d.kind == "compaction" and not d.failed for d in recorded_here
+    )
+
+
+def _withheld(fired: Sequence[PolicyResult]) -> int:
+    """What a final turn the replayed agent forced leaves out of the request it then sends
+    (``withheld``: ai-agent's ``new``, which enforcing drops)."""
+    return max(
+        (
+            value
+            for r in fired
+            if r.action is Action.FINAL_TURN
+            and isinstance(value := r.details.get("withheld", 0), int)
+        ),
+        default=0,
+    )
+
+
+def _withheld_recorded(preflight: GuardEvaluated | None, recorded_here: Sequence[Decision]) -> int:
+    """What the final turn the recording forced at this preflight left out of the request it
+    sent (the guard's ``new``, as logged at the decision)."""
+    if preflight is None or preflight.status is not GuardStatus.FINAL:
+        return 0  # (a final turn a refused tool output forced: the preflight let it go)
+    forced = any(d.kind == "final_turn" and forced_by_context(d.detail) for d in recorded_here)
+    return preflight.new if forced else 0
+
+
 def _output_of(usage: Usage) -> int:
     """What a response added to its request's figure, by the provider's usage."""
     if usage.total:
@@ -1303,12 +1411,12 @@ def _refusal_replayed(
     provider's own count moved by what the replay changed, or, no limit given, no smaller
     than the recorded request); a request the recording shows answered is refused when the
     profile gives the provider's limit (``limit``) and the replayed request is over it."""
-    change = answered.tokens - answered.recorded
+    change = answered.request - answered.request_recorded
     if recorded is not None:
         if recorded.limit is not None and recorded.tokens is not None:
             return recorded if recorded.tokens + change > recorded.limit else None
         return recorded if change >= 0 else None
-    return _over_the_limit(answered.tokens, limit, "the replayed request")
+    return _over_the_limit(answered.request, limit, "the replayed request")
 
 
 def _unrecorded_refusal(figure: int, limit: int | None) -> RequestRejected | None:
@@ -1459,13 +1567,18 @@ def _figure(result: PolicyResult) -> int | None:
     return value if isinstance(value, int) else None
 
 
-def _written_summary(result: PolicyResult) -> ContextItem | None:
-    """The summary a compaction wrote (the last one it added)."""
+_PRODUCTS = (MessageKind.SUMMARY, MessageKind.META)
+
+
+def _written_products(result: PolicyResult) -> list[ContextItem]:
+    """What a compaction wrote that the recording's own compaction writes too: its summary
+    and its request message (the last of each it added)."""
     added = {c.id for c in result.changes if c.status is ItemStatus.ADDED}
-    for item in reversed(result.items):
-        if item.id in added and item.message.kind is MessageKind.SUMMARY:
-            return item
-    return None
+    found: dict[MessageKind, ContextItem] = {}
+    for item in result.items:
+        if item.id in added and item.message.kind in _PRODUCTS:
+            found[item.message.kind] = item
+    return list(found.values())
 
 
 def _admitted_item(result: PolicyResult, original: ContextItem) -> ContextItem:

@@ -353,6 +353,7 @@ class StepState:
 
 
 _NONE = -(2**63)  # "no figure" in the step columns
+COMPACTION_LABEL = "compaction"  # a step whose figure is a compaction's after
 
 
 class StepFigures(NamedTuple):
@@ -1457,14 +1458,14 @@ class Session:
                 if not event.failed:
                     self._compact(event)
                     if event.tokens_after is not None:
-                        self._measure(event.tokens_after, "compaction")
+                        self._measure(event.tokens_after, COMPACTION_LABEL)
                 return
             if event.thread == MAIN_THREAD and not event.failed:
                 self._compact(event)
             if event.tokens_before is not None:
-                self._measure(event.tokens_before, "compaction", peak_only=True)
+                self._measure(event.tokens_before, COMPACTION_LABEL, peak_only=True)
             if event.tokens_after is not None and not event.failed:
-                self._measure(event.tokens_after, "compaction")
+                self._measure(event.tokens_after, COMPACTION_LABEL)
             run.compactions += 1
         elif isinstance(event, ContextReset):
             if event.thread == MAIN_THREAD:

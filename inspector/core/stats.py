@@ -461,6 +461,7 @@ def summarize_replay(session: Session, result: ReplayResult, facts: RunFacts) ->
                 "step": s.step,
                 "tokens": s.tokens,
                 "recorded": s.recorded,
+                "request": s.request,
                 "peak": s.peak,
                 "zone": s.zone.value,
             }
