@@ -160,6 +160,19 @@ class ReplayStep:
     # the agent measured it before the request, its own estimate of what came since the latest
     # report added; on a "guard" basis: the projection the guard logged at the preflight)
     request_recorded: int = 0
+    # the build-up after the last request, a step of the session's own (``Session.
+    # open_step_shown``): no request was sent there
+    live_end: bool = False
+    # False for a figure that is no size that was sent or reported (a live end anchored on the
+    # latest report): it is not a peak, as in ``stats``
+    sent: bool = True
+
+    @property
+    def source(self) -> Origin:
+        """Where the replayed figure comes from: the recording's own where the replay left
+        the step's figure as recorded, else estimated (the recorded figure moved by the
+        agent's estimate of what the replay changed)."""
+        return self.origin if self.tokens == self.recorded else Origin.ESTIMATED
 
 
 @dataclass(frozen=True)
@@ -205,8 +218,13 @@ class ReplayResult:
         )
 
     def peak(self) -> tuple[int | None, int]:
-        best = max(self.steps, key=lambda s: s.peak, default=None)
+        best = max((s for s in self.steps if s.sent), key=lambda s: s.peak, default=None)
         return (best.step, best.peak) if best else (None, 0)
+
+    @property
+    def requests(self) -> int:
+        """How many requests were replayed (the live end is a step, not a request)."""
+        return sum(not s.live_end for s in self.steps)
 
 
 Estimate = Callable[[Message], int]
@@ -458,7 +476,7 @@ def _replay(
 
     context = _Context(count_exact if exact is not None else None)
     steps: list[ReplayStep] = []
-    shown_later = _ShownLater()
+    shown_later = _ShownLater(profile)
     decisions: list[Decision] = []
     results: list[ActionRecord] = []
     offset = 0
@@ -545,6 +563,8 @@ def _replay(
             if state.step == decision.step:
                 state.request = max(0, state.request + change)
                 state.tokens = max(0, state.tokens + change)
+                state.peak = max(state.tokens, state.peak + change)
+                state.zone = profile.zone(state.peak)
 
     def end_loop() -> None:
         nonlocal loop_ran
@@ -917,12 +937,27 @@ def _replay(
             )
             if state is None:
                 shown = recorded_shown = tokens
+                shown_peak = max(peak, shown)
             else:
                 # the session's own figure of the step, moved by what the replay changed, and
                 # by what a forced final turn leaves out of the request it sends
                 withheld = _withheld(fired) - _withheld_recorded(preflight, recorded_here)
                 recorded_shown = state.tokens
                 shown = max(0, recorded_shown + tokens - request_recorded - withheld)
+                # its highest figure on that basis: the recording's highest moved alike where
+                # both removed something (what the recording removed is best known); else the
+                # replayed figure before what the replay removed, or the recording's highest
+                # net of what it removed (which the replay kept)
+                moved = shown - recorded_shown
+                if recorded_reduction and any(
+                    d.kind in _REDUCING and not d.failed for d in step_decisions
+                ):
+                    shown_peak = max(shown, state.peak + moved)
+                else:
+                    shown_peak = max(
+                        shown + max(0, peak - tokens), state.peak - recorded_reduction + moved
+                    )
+                recorded_peak = state.peak
             replayed_step = ReplayStep(
                 step=step,
                 tokens=shown,
@@ -930,9 +965,9 @@ def _replay(
                 exact=context.exact(),
                 recorded=recorded_shown,
                 origin=state.origin if state is not None else Origin.ESTIMATED,
-                zone=profile.zone(max(peak, shown)),
+                zone=profile.zone(shown_peak),
                 messages=len(context.items),
-                peak=max(peak, shown),
+                peak=shown_peak,
                 recorded_peak=recorded_peak if recorded_peak is not None else pre,
                 decisions=step_decisions,
                 recorded_decisions=list(recorded_here),
@@ -1027,6 +1062,10 @@ def _replay(
                     )
                 )
                 results.append(ActionRecord(step + 1, list(items), result))
+    live = _live_end(session, step, context, offset, has_messages, pending, profile)
+    if live is not None:
+        live.recorded_decisions = list(recorded_by_step.get(live.step, []))
+        steps.append(live)
     decisions.extend(pending)
     undetermined: list[tuple[Decision, str]] = []
     if judge is not None:
@@ -1209,6 +1248,49 @@ def _adopt_recorded(
     context.replace(items)
 
 
+def _live_end(
+    session: Session,
+    step: int,
+    context: _Context,
+    offset: int,
+    has_messages: bool,
+    pending: Sequence[Decision],
+    profile: Profile,
+) -> ReplayStep | None:
+    """The build-up after the last request (``step``), when the session shows it as a step
+    of its own: the session's figure there (the latest report plus what came since), moved by
+    what the replay changed (the replayed messages against the recorded ones, by the agent's
+    estimate; in a log of figures alone, ``offset``), with what the agent decided after its
+    last request."""
+    if not session.open_step_shown():
+        return None
+    state = session.live_state()
+    if state.step != step + 1:
+        return None
+    change = context.total - state.estimated if has_messages else offset
+    shown = max(0, state.tokens + change)
+    here = [d for d in pending if d.step == state.step]
+    reduced = any(d.kind in _REDUCING and not d.failed for d in here)
+    peak = max(shown, state.peak) if reduced else shown
+    return ReplayStep(
+        step=state.step,
+        tokens=shown,
+        estimated=context.total,
+        exact=context.exact(),
+        recorded=state.tokens,
+        origin=state.origin,
+        zone=profile.zone(peak),
+        messages=len(context.items),
+        peak=peak,
+        recorded_peak=state.peak,
+        decisions=here,
+        request=shown,
+        request_recorded=state.tokens,
+        live_end=True,
+        sent=state.peak_reported is not None or state.origin is not Origin.ANCHORED,
+    )
+
+
 class _ShownLater:
     """A step whose session figure is the after of a compaction the replay made there too, as
     the agent measured it at a later request (OpenCode: the next ordinary request's prompt):
@@ -1216,7 +1298,8 @@ class _ShownLater:
     the replay changed at the next request (the replay's context at the step holds the
     summary that the recording writes after it, and that its figure already counts)."""
 
-    def __init__(self) -> None:
+    def __init__(self, profile: Profile) -> None:
+        self.profile = profile
         self.waiting: ReplayStep | None = None
 
     def wait(self, replayed: ReplayStep) -> None:
@@ -1226,7 +1309,10 @@ class _ShownLater:
         waiting, self.waiting = self.waiting, None
         if waiting is None:
             return
+        was = waiting.tokens
         waiting.tokens = max(0, waiting.recorded + following.tokens - following.recorded)
+        waiting.peak = max(waiting.tokens, waiting.peak + waiting.tokens - was)
+        waiting.zone = self.profile.zone(waiting.peak)
         for listed in (waiting.decisions, decisions):
             for k, d in enumerate(listed):
                 if d.step == waiting.step and d.kind == "compaction" and not d.failed:
