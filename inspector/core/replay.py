@@ -166,6 +166,8 @@ class ReplayStep:
     # False for a figure that is no size that was sent or reported (a live end anchored on the
     # latest report): it is not a peak, as in ``stats``
     sent: bool = True
+    # the replayed context at the request (without the overhead item), kept for a what-if
+    items: tuple[ContextItem, ...] | None = None
 
     @property
     def source(self) -> Origin:
@@ -173,6 +175,28 @@ class ReplayStep:
         the step's figure as recorded, else estimated (the recorded figure moved by the
         agent's estimate of what the replay changed)."""
         return self.origin if self.tokens == self.recorded else Origin.ESTIMATED
+
+
+WHAT_IF = "what-if"  # the detail of the decision a what-if's manual action is
+
+
+@dataclass(frozen=True)
+class WhatIfStart:
+    """A manual action applied at ``step`` (in its build-up, before its request)."""
+
+    step: int
+    result: PolicyResult
+
+    def decision(self) -> Decision:
+        result = self.result
+        return Decision(
+            self.step,
+            _KIND_OF_ACTION.get(result.action, result.action.value),
+            result.tokens_before,
+            result.tokens_after,
+            f"{WHAT_IF}: {result.reason}",
+            trigger=MANUAL,
+        )
 
 
 @dataclass(frozen=True)
@@ -391,9 +415,15 @@ def replay(
     exact: Callable[[Message], int] | None = None,
     reuse_estimates: bool = False,
     freeze: bool = False,
+    what_if: WhatIfStart | None = None,
 ) -> ReplayResult:
     """Replay ``session`` under ``profile``. Linear in the session's events (the cyclic
     garbage collector is paused meanwhile, see ``_collector_paused``).
+
+    ``what_if``: a manual action applied at a step (a what-if): from that step's request on,
+    the context is the action's result and the policy decides the rest of the session; each
+    step then keeps its replayed context (``ReplayStep.items``) to make the what-if's session
+    from (``core.whatif``).
 
     ``reuse_estimates``: take each message's estimate from the session (``record(i).estimate``)
     instead of calling ``estimate``: only for a session loaded with this profile's estimator
@@ -409,7 +439,9 @@ def replay(
     objects live as long as the process; not for the dashboard, whose screens come and go.
     """
     with _collector_paused(freeze):
-        return _replay(session, profile, estimate, summarizer, policy, exact, reuse_estimates)
+        return _replay(
+            session, profile, estimate, summarizer, policy, exact, reuse_estimates, what_if
+        )
 
 
 @contextmanager
@@ -436,6 +468,7 @@ def _replay(
     policy: Policy | None,
     exact: Callable[[Message], int] | None,
     reuse_estimates: bool,
+    what_if: WhatIfStart | None = None,
 ) -> ReplayResult:
     policy = policy or policy_for(profile.agent)
     recorded_steps = session.steps
@@ -744,6 +777,14 @@ def _replay(
             answered, heard_refusal = settle()
             step += 1
             loop_ran = True
+            if what_if is not None and step == what_if.step:
+                # the user's action in this build-up: its result is the context from here on
+                pending.clear()
+                pending.append(what_if.decision())
+                context.replace([i for i in what_if.result.items if i.id != OVERHEAD_ID])
+                if usage is not None and what_if.result.action is Action.COMPACT:
+                    usage.compacted()
+                checked = None
             state = recorded_steps[step - 1] if step - 1 < len(recorded_steps) else None
             recorded_here = recorded_by_step.get(step, [])
             recorded_reduction, recorded_persistent = _recorded_reduction(state, recorded_here)
@@ -973,6 +1014,7 @@ def _replay(
                 recorded_decisions=list(recorded_here),
                 request=tokens,
                 request_recorded=request_recorded,
+                items=tuple(context.items) if what_if is not None else None,
             )
             shown_later.settle(replayed_step, decisions)
             if _after_measured_later(state, step_decisions, recorded_here):
@@ -1065,6 +1107,8 @@ def _replay(
     live = _live_end(session, step, context, offset, has_messages, pending, profile)
     if live is not None:
         live.recorded_decisions = list(recorded_by_step.get(live.step, []))
+        if what_if is not None:
+            live.items = tuple(context.items)
         steps.append(live)
     decisions.extend(pending)
     undetermined: list[tuple[Decision, str]] = []

@@ -171,6 +171,8 @@ def _peak(session: Session) -> tuple[int | None, int, str]:
     origin = Origin.REPORTED if best.peak_reported is not None else best.origin
     if best.peak_reported is not None and best.tokens > best.peak_reported:
         origin = best.origin
+    if best.reported_origin is Origin.ESTIMATED:
+        origin = Origin.ESTIMATED  # the step's figures are estimates (a what-if's, replayed)
     return best.step, best.peak, origin.value
 
 
