@@ -780,10 +780,7 @@ def _replay(
             if what_if is not None and step == what_if.step:
                 # the user's action in this build-up: its result is the context from here on
                 pending.clear()
-                pending.append(what_if.decision())
-                context.replace([i for i in what_if.result.items if i.id != OVERHEAD_ID])
-                if usage is not None and what_if.result.action is Action.COMPACT:
-                    usage.compacted()
+                _act_on(context, usage, what_if, pending)
                 checked = None
             state = recorded_steps[step - 1] if step - 1 < len(recorded_steps) else None
             recorded_here = recorded_by_step.get(step, [])
@@ -1104,6 +1101,8 @@ def _replay(
                     )
                 )
                 results.append(ActionRecord(step + 1, list(items), result))
+    if what_if is not None and what_if.step == step + 1:
+        _act_on(context, usage, what_if, pending)  # at the live end: after all the rest
     live = _live_end(session, step, context, offset, has_messages, pending, profile)
     if live is not None:
         live.recorded_decisions = list(recorded_by_step.get(live.step, []))
@@ -1290,6 +1289,16 @@ def _adopt_recorded(
             item = ContextItem(message, tokens, index)
         items.append(item)
     context.replace(items)
+
+
+def _act_on(
+    context: _Context, usage: _UsageMeasure | None, what_if: WhatIfStart, pending: list[Decision]
+) -> None:
+    """The user's action of a what-if: its result is the replayed context from now on."""
+    pending.append(what_if.decision())
+    context.replace([i for i in what_if.result.items if i.id != OVERHEAD_ID])
+    if usage is not None and what_if.result.action is Action.COMPACT:
+        usage.compacted()  # no earlier usage describes the context now
 
 
 def _live_end(

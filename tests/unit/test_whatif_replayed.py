@@ -72,3 +72,17 @@ def test_a_compaction_at_an_early_step_replays_the_rest_of_the_session(
     assert again["final_context_source"] == "estimated"
     peak = again["peak_step"]
     assert again["peak_context_source"] == ("reported" if peak < APPLIED else "estimated")
+
+
+@pytest.mark.corpus
+def test_a_what_if_at_the_live_end_shows_the_actions_figure_there(corpus: Path) -> None:
+    """Where the dashboard opens: the action comes after everything the recording holds."""
+    state = opened(corpus, "codex-autocompact")
+    recorded = state.steps()
+    end = len(recorded)
+    _, result, _ = state.preview(Action.COMPACT, state.profile, build_summarizer(None), end)
+    assert result.tokens_before == recorded[-1].tokens
+    state.apply(result, end)
+    shown = state.steps()
+    assert [s.tokens for s in shown[:-1]] == [s.tokens for s in recorded[:-1]]
+    assert (shown[-1].tokens, shown[-1].origin) == (result.tokens_after, Origin.ESTIMATED)
