@@ -61,6 +61,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="read several streams of one run (stdout and stderr) as one session",
     )
     stats.add_argument(
+        "--steps",
+        action="store_true",
+        help="list every step's context figure and where it comes from",
+    )
+    stats.add_argument(
         "--no-exact",
         action="store_true",
         help="skip exact token counting (use reported figures and the profile's estimate)",
@@ -75,6 +80,12 @@ def build_parser() -> argparse.ArgumentParser:
             "--merge", action="store_true", help="read several streams of one run as one session"
         )
         cmd.add_argument("--json", action="store_true", help="print JSON")
+        cmd.add_argument(
+            "--no-exact",
+            action="store_true",
+            help="skip exact token counting of the recorded messages (figures then use what "
+            "the file reports and the profile's estimate; stats --no-exact shows the same)",
+        )
         return cmd
 
     engine_command("replay", "re-run a session under a profile and settings, step by step")
@@ -229,6 +240,7 @@ def _stats(args: argparse.Namespace) -> int:
                 RunFacts(
                     path=loaded.name, format=loaded.format.name, tokenizer=loaded.tokenizer_label
                 ),
+                per_step=args.steps,
             )
         )
     return 2 if failed else 0
@@ -295,6 +307,7 @@ def _follow_stats(args: argparse.Namespace) -> int:
             session,
             calibrate(profile, session),
             RunFacts(path=display_name(path), format=spec.name, tokenizer=counter.info.label),
+            per_step=args.steps,
         )
         _emit([summary], args.json, "render_stats")
         if not args.json:
@@ -495,6 +508,7 @@ def _demo(args: argparse.Namespace) -> int:
                 format_name="native",
                 json=args.json,
                 no_exact=False,
+                steps=False,
                 merge=False,
                 follow=False,
             )

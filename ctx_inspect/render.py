@@ -243,6 +243,23 @@ def render_stats(out: Console, s: dict[str, Any]) -> None:
     show(out, curve)
     show(out, Text(""))
 
+    if s.get("context_per_step"):
+        per_step = SimpleTable(
+            "Context per step",
+            "step",
+            "tokens",
+            "share",
+            "source",
+            right=("step", "tokens", "share"),
+        )
+        for point in s["context_per_step"]:
+            step = _n(point["step"]) + (" (live end)" if point.get("live_end") else "")
+            per_step.add_row(
+                step, _n(point["tokens"]), _pct(point["tokens"], window), point["note"]
+            )
+        show(out, per_step)
+        show(out, Text(""))
+
     if s["messages"]:
         table = SimpleTable(
             "Messages by role and kind",

@@ -17,7 +17,7 @@ from ctx_inspect.core.model import Message
 from ctx_inspect.core.policies import policy_for
 from ctx_inspect.core.policies.base import Action, ContextItem, PolicyResult, Summarizer
 from ctx_inspect.core.profiles import Profile
-from ctx_inspect.core.replay import replay, with_overhead
+from ctx_inspect.core.replay import ReplayResult, replay, with_overhead
 from ctx_inspect.core.session import Session
 from ctx_inspect.core.stats import RunFacts, summarize_replay
 from ctx_inspect.errors import InputError
@@ -42,11 +42,12 @@ def open_for_engine(
     def profile_for(spec: FormatSpec) -> Profile:
         return build_profile(args.profile, args.config, args.sets, default=spec.default_profile)
 
+    # counted as ``stats`` counts them: a step shows the figure stats and the dashboard show
     for item in iter_inputs(
         args.files,
         profile_for,
         format_name=args.format_name,
-        count_exact=False,
+        count_exact=not getattr(args, "no_exact", False),
         merge=getattr(args, "merge", False),
     ):
         if isinstance(item, LoadedSession):
@@ -76,16 +77,33 @@ def run_replay(
     out = []
     summ = summarizer(args)
     for loaded in open_for_engine(args, on_failure):
-        result = replay(
-            loaded.session,
-            loaded.profile,
-            estimate=estimator_for(loaded.profile),
-            summarizer=summ,
-            reuse_estimates=True,  # the session was read with this profile's estimator
-            freeze=True,  # a command: what lives beside the replay lives until the process ends
-        )
+        # freeze: a command, what lives beside the replay lives until the process ends
+        result = replay_read(loaded.session, loaded.profile, loaded.profile, summ, freeze=True)
         out.append(summarize_replay(loaded.session, result, _facts(loaded)))
     return out
+
+
+def replay_read(
+    session: Session,
+    read_with: Profile,
+    profile: Profile,
+    summ: Summarizer,
+    *,
+    freeze: bool = False,
+) -> ReplayResult:
+    """The replay of a session read as the engine commands read it (``open_for_engine``, with
+    ``read_with``'s estimator) under ``profile``: what ``replay`` prints and the tune screen
+    shows. The session's estimates serve when ``profile`` estimates alike."""
+    from ctx_inspect.core.sweep import estimates_alike
+
+    return replay(
+        session,
+        profile,
+        estimate=estimator_for(profile),
+        summarizer=summ,
+        reuse_estimates=estimates_alike(read_with, profile),
+        freeze=freeze,
+    )
 
 
 # -- diff ---------------------------------------------------------------------------------------
@@ -214,6 +232,7 @@ def run_sweep(args: argparse.Namespace) -> dict[str, Any]:
         config=args.config,
         sets=tuple(args.sets),
         merge=args.merge,
+        count_exact=not args.no_exact,
     )
     rows = sweep(spec, combinations, summarizer(args), workers=args.workers, freeze=True)
     data = [row.as_dict() for row in rows]

@@ -33,6 +33,7 @@ class SweepInput:
     sets: tuple[str, ...]
     merge: bool = False
     index: int = 0  # which session of the input (a folder or database holds several)
+    count_exact: bool = True  # counted as ``stats`` counts (``--no-exact``: not)
 
 
 _WORKER: dict[str, Any] = {}
@@ -50,7 +51,7 @@ def load_for_sweep(spec: SweepInput) -> tuple[Session, Profile]:
         list(spec.paths),
         profile_for,
         format_name=spec.format_name,
-        count_exact=False,
+        count_exact=spec.count_exact,
         merge=spec.merge,
     )
     loaded = opened[spec.index]

@@ -70,7 +70,13 @@ from ctx_inspect.core.policies.base import (
     Summarizer,
 )
 from ctx_inspect.core.profiles import Profile
-from ctx_inspect.core.session import MAIN_THREAD, MessageRow, Session, StepState
+from ctx_inspect.core.session import (
+    COMPACTION_LABEL,
+    MAIN_THREAD,
+    MessageRow,
+    Session,
+    StepState,
+)
 from ctx_inspect.core.window import Zone
 
 OVERHEAD_ID = "__overhead__"
@@ -128,13 +134,18 @@ class Decision:
 
 @dataclass
 class ReplayStep:
+    """One replayed request. ``tokens`` is on the basis and at the moment of the session's own
+    figure for the step (``StepState.tokens``, what ``stats`` and the dashboard show: Codex's
+    total once the request was answered, the request an agent sent after forcing its final
+    turn), moved by what the replay changed; ``recorded`` is that session figure. ``request``
+    is the figure the replayed agent measures at the request (what its decisions see), and
+    ``request_recorded`` the recording's on that basis."""
+
     step: int
-    tokens: int  # the replayed context at the request, in the figure the agent measures
+    tokens: int  # the replayed figure, as the session's figure of the step
     estimated: int  # the agent's own estimate of the replayed messages
     exact: int | None  # exact count of the replayed messages, when known
-    recorded: int  # the recorded figure at this request (on an "anchor" basis: the recording's
-    # figure as the agent measured it before the request, its own estimate of what came since
-    # the latest report added)
+    recorded: int  # the session's own figure of the step (``StepState.tokens``)
     origin: Origin  # where the recorded figure came from
     zone: Zone
     messages: int
@@ -142,6 +153,50 @@ class ReplayStep:
     recorded_peak: int = 0  # the recording's highest figure of the step
     decisions: list[Decision] = field(default_factory=list)
     recorded_decisions: list[Decision] = field(default_factory=list)
+    # the replayed figure at the request as the agent measures it (after what its management
+    # removed): what the policy hears once the request is answered
+    request: int = 0
+    # the recording's figure on that basis (on an "anchor" basis: the recording's figure as
+    # the agent measured it before the request, its own estimate of what came since the latest
+    # report added; on a "guard" basis: the projection the guard logged at the preflight)
+    request_recorded: int = 0
+    # the build-up after the last request, a step of the session's own (``Session.
+    # open_step_shown``): no request was sent there
+    live_end: bool = False
+    # False for a figure that is no size that was sent or reported (a live end anchored on the
+    # latest report): it is not a peak, as in ``stats``
+    sent: bool = True
+    # the replayed context at the request (without the overhead item), kept for a what-if
+    items: tuple[ContextItem, ...] | None = None
+
+    @property
+    def source(self) -> Origin:
+        """Where the replayed figure comes from: the recording's own where the replay left
+        the step's figure as recorded, else estimated (the recorded figure moved by the
+        agent's estimate of what the replay changed)."""
+        return self.origin if self.tokens == self.recorded else Origin.ESTIMATED
+
+
+WHAT_IF = "what-if"  # the detail of the decision a what-if's manual action is
+
+
+@dataclass(frozen=True)
+class WhatIfStart:
+    """A manual action applied at ``step`` (in its build-up, before its request)."""
+
+    step: int
+    result: PolicyResult
+
+    def decision(self) -> Decision:
+        result = self.result
+        return Decision(
+            self.step,
+            _KIND_OF_ACTION.get(result.action, result.action.value),
+            result.tokens_before,
+            result.tokens_after,
+            f"{WHAT_IF}: {result.reason}",
+            trigger=MANUAL,
+        )
 
 
 @dataclass(frozen=True)
@@ -187,8 +242,13 @@ class ReplayResult:
         )
 
     def peak(self) -> tuple[int | None, int]:
-        best = max(self.steps, key=lambda s: s.peak, default=None)
+        best = max((s for s in self.steps if s.sent), key=lambda s: s.peak, default=None)
         return (best.step, best.peak) if best else (None, 0)
+
+    @property
+    def requests(self) -> int:
+        """How many requests were replayed (the live end is a step, not a request)."""
+        return sum(not s.live_end for s in self.steps)
 
 
 Estimate = Callable[[Message], int]
@@ -355,9 +415,15 @@ def replay(
     exact: Callable[[Message], int] | None = None,
     reuse_estimates: bool = False,
     freeze: bool = False,
+    what_if: WhatIfStart | None = None,
 ) -> ReplayResult:
     """Replay ``session`` under ``profile``. Linear in the session's events (the cyclic
     garbage collector is paused meanwhile, see ``_collector_paused``).
+
+    ``what_if``: a manual action applied at a step (a what-if): from that step's request on,
+    the context is the action's result and the policy decides the rest of the session; each
+    step then keeps its replayed context (``ReplayStep.items``) to make the what-if's session
+    from (``core.whatif``).
 
     ``reuse_estimates``: take each message's estimate from the session (``record(i).estimate``)
     instead of calling ``estimate``: only for a session loaded with this profile's estimator
@@ -373,7 +439,9 @@ def replay(
     objects live as long as the process; not for the dashboard, whose screens come and go.
     """
     with _collector_paused(freeze):
-        return _replay(session, profile, estimate, summarizer, policy, exact, reuse_estimates)
+        return _replay(
+            session, profile, estimate, summarizer, policy, exact, reuse_estimates, what_if
+        )
 
 
 @contextmanager
@@ -400,6 +468,7 @@ def _replay(
     policy: Policy | None,
     exact: Callable[[Message], int] | None,
     reuse_estimates: bool,
+    what_if: WhatIfStart | None = None,
 ) -> ReplayResult:
     policy = policy or policy_for(profile.agent)
     recorded_steps = session.steps
@@ -440,6 +509,7 @@ def _replay(
 
     context = _Context(count_exact if exact is not None else None)
     steps: list[ReplayStep] = []
+    shown_later = _ShownLater(profile)
     decisions: list[Decision] = []
     results: list[ActionRecord] = []
     offset = 0
@@ -457,16 +527,19 @@ def _replay(
     # the request that follows it, which is not managed again
     after_call = False
 
-    # the summary the replay's latest compaction wrote: (its id, the step the compaction
-    # fired at, its decision); the recording's own summary of a compaction at the same point
-    # stands in for it when it comes
-    own_summary: tuple[str, int, Decision] | None = None
+    # what the replay's latest compaction wrote, by kind (its summary; the request message it
+    # made for the user's compaction): (its id, the step the compaction fired at, its
+    # decision); the recording's own of a compaction at the same point stands in for it when
+    # it comes
+    own_products: dict[MessageKind, tuple[str, int, Decision]] = {}
+    # what the recording's latest compaction kept that comes after it (its request message)
+    late_retained: set[str] = set()
 
     def summary_written(result: PolicyResult, decision: Decision, at: int) -> None:
-        nonlocal own_summary
         if decision.kind == "compaction":
-            written = _written_summary(result)
-            own_summary = (written.id, at, decision) if written is not None else None
+            own_products.clear()
+            for written in _written_products(result):
+                own_products[written.message.kind] = (written.id, at, decision)
 
     def act_between(
         result: PolicyResult,
@@ -493,17 +566,17 @@ def _replay(
             context.replace(result.items)
             summary_written(result, decision, step)
 
-    def adopt_summary(recorded: ContextItem) -> None:
-        """The recording's summary of the compaction the replay made at the same point takes
-        the place of the replay's own (whose text the summarizer wrote without knowing it)."""
-        nonlocal own_summary
-        if own_summary is None:
+    def adopt_product(recorded: ContextItem) -> None:
+        """The recording's own summary (or request message) of the compaction the replay made
+        at the same point takes the place of the replay's (whose summary the summarizer wrote
+        without knowing it)."""
+        own_product = own_products.pop(recorded.message.kind, None)
+        if own_product is None:
             return
-        summary_id, at, decision = own_summary
-        own_summary = None
+        product_id, at, decision = own_product
         if step - at > 1:
-            return  # the replay's compaction was earlier: this summary is of another one
-        position = next((p for p, i in enumerate(context.items) if i.id == summary_id), None)
+            return  # the replay's compaction was earlier: this one is of another compaction
+        position = next((p for p, i in enumerate(context.items) if i.id == product_id), None)
         if position is None:
             return
         change = recorded.tokens - context.items[position].tokens
@@ -516,9 +589,15 @@ def _replay(
             for k, d in enumerate(listed):
                 if d is decision:
                     listed[k] = fixed
+        for kind, (other, made_at, made) in list(own_products.items()):
+            if made is decision:
+                own_products[kind] = (other, made_at, fixed)
         for state in steps[-2:]:
             if state.step == decision.step:
+                state.request = max(0, state.request + change)
                 state.tokens = max(0, state.tokens + change)
+                state.peak = max(state.tokens, state.peak + change)
+                state.zone = profile.zone(state.peak)
 
     def end_loop() -> None:
         nonlocal loop_ran
@@ -583,7 +662,7 @@ def _replay(
                 pending.append(decision)
             else:
                 if answered is not None:
-                    fired = hear(items, answered.tokens, refused)
+                    fired = hear(items, answered.request, refused)
                     reactive.update(id(r) for r in fired if refused is not None)
                 if not _compacts(fired):
                     fired += [
@@ -643,11 +722,17 @@ def _replay(
                 skip_summary = False
                 # the recording's own compaction summary: the replay writes its own, unless it
                 # compacted at the same point
-                if own_summary is not None:
+                if MessageKind.SUMMARY in own_products:
                     summary = session.body(rec.position)
-                    adopt_summary(ContextItem(summary, estimate(summary), rec.position))
+                    adopt_product(ContextItem(summary, estimate(summary), rec.position))
                 continue
             message = session.body(rec.position)
+            if late_retained and message.id in late_retained:
+                late_retained.discard(message.id)
+                if message.kind in own_products:
+                    # the request message the recorded compaction kept: the replay made its own
+                    adopt_product(ContextItem(message, estimate(message), rec.position))
+                    continue
             if message.role is Role.USER and message.kind is MessageKind.MESSAGE:
                 end_loop()  # the user's next message: the agent's loop had ended
                 own.prompt_starts(context)
@@ -692,6 +777,11 @@ def _replay(
             answered, heard_refusal = settle()
             step += 1
             loop_ran = True
+            if what_if is not None and step == what_if.step:
+                # the user's action in this build-up: its result is the context from here on
+                pending.clear()
+                _act_on(context, usage, what_if, pending)
+                checked = None
             state = recorded_steps[step - 1] if step - 1 < len(recorded_steps) else None
             recorded_here = recorded_by_step.get(step, [])
             recorded_reduction, recorded_persistent = _recorded_reduction(state, recorded_here)
@@ -722,7 +812,7 @@ def _replay(
                 reactive: set[int] = set()  # the results of a refusal
                 if checked is None:  # no compaction decided at a check in this build-up
                     if answered is not None:
-                        fired = hear(items, answered.tokens, heard_refusal)
+                        fired = hear(items, answered.request, heard_refusal)
                         reactive.update(id(r) for r in fired if heard_refusal is not None)
                     if manage_now:
                         guard = preflight
@@ -875,26 +965,58 @@ def _replay(
                 own.fill_after(tokens, [step_decisions, decisions, *made_at])
             offset += recorded_persistent - replayed_persistent
             decisions.extend(step_decisions)
-            steps.append(
-                ReplayStep(
-                    step=step,
-                    tokens=tokens,
-                    estimated=context.total,
-                    exact=context.exact(),
-                    recorded=(
-                        state.estimated + overhead
-                        if state is not None and has_messages and basis == "anchor"
-                        else recorded_tokens
-                    ),
-                    origin=state.origin if state is not None else Origin.ESTIMATED,
-                    zone=profile.zone(peak),
-                    messages=len(context.items),
-                    peak=peak,
-                    recorded_peak=recorded_peak if recorded_peak is not None else pre,
-                    decisions=step_decisions,
-                    recorded_decisions=list(recorded_here),
-                )
+            # the recording's figure on the basis the replayed one is made on: with messages,
+            # the agent's estimate of the recorded messages plus what the replay adds to its own
+            # (whatever the session's figure counts them with: a recount by a tokenizer, say)
+            request_recorded = (
+                state.estimated + overhead
+                if state is not None and has_messages and usage is None
+                else recorded_tokens
             )
+            if state is None:
+                shown = recorded_shown = tokens
+                shown_peak = max(peak, shown)
+            else:
+                # the session's own figure of the step, moved by what the replay changed, and
+                # by what a forced final turn leaves out of the request it sends
+                withheld = _withheld(fired) - _withheld_recorded(preflight, recorded_here)
+                recorded_shown = state.tokens
+                shown = max(0, recorded_shown + tokens - request_recorded - withheld)
+                # its highest figure on that basis: the recording's highest moved alike where
+                # both removed something (what the recording removed is best known); else the
+                # replayed figure before what the replay removed, or the recording's highest
+                # net of what it removed (which the replay kept)
+                moved = shown - recorded_shown
+                if recorded_reduction and any(
+                    d.kind in _REDUCING and not d.failed for d in step_decisions
+                ):
+                    shown_peak = max(shown, state.peak + moved)
+                else:
+                    shown_peak = max(
+                        shown + max(0, peak - tokens), state.peak - recorded_reduction + moved
+                    )
+                recorded_peak = state.peak
+            replayed_step = ReplayStep(
+                step=step,
+                tokens=shown,
+                estimated=context.total,
+                exact=context.exact(),
+                recorded=recorded_shown,
+                origin=state.origin if state is not None else Origin.ESTIMATED,
+                zone=profile.zone(shown_peak),
+                messages=len(context.items),
+                peak=shown_peak,
+                recorded_peak=recorded_peak if recorded_peak is not None else pre,
+                decisions=step_decisions,
+                recorded_decisions=list(recorded_here),
+                request=tokens,
+                request_recorded=request_recorded,
+                items=tuple(context.items) if what_if is not None else None,
+            )
+            shown_later.settle(replayed_step, decisions)
+            if _after_measured_later(state, step_decisions, recorded_here):
+                shown_later.wait(replayed_step)
+            steps.append(replayed_step)
             unheard = steps[-1]
             if state is not None and state.usage is not None:
                 response = tokens + _output_of(state.usage)
@@ -908,6 +1030,7 @@ def _replay(
             elif usage is not None:
                 check_at_compaction(event, *settle())
             else:
+                late_retained = set(event.retained_ids).difference(map(_ITEM_ID, context.items))
                 if adopt_recorded:
                     # the replay compacts here too: what the agent did is known, so it is taken
                     # (what it kept, and what it put in after)
@@ -925,7 +1048,7 @@ def _replay(
                             act_between(
                                 forced,
                                 f"{MANUAL}: the user's command ({forced.reason})",
-                                steps[-1].tokens if steps else None,
+                                steps[-1].request if steps else None,
                                 MANUAL,
                             )
             adopt_recorded = False
@@ -950,7 +1073,7 @@ def _replay(
         with context.with_overhead(last_overhead, has_messages) as items:
             last: list[PolicyResult] = []
             if answered is not None and refused is not None:
-                last += hear(items, answered.tokens, refused)
+                last += hear(items, answered.request, refused)
             if every_turn:
                 last += own.manage(
                     lambda its: policy.manage(its, profile, estimate, summarizer),
@@ -978,6 +1101,14 @@ def _replay(
                     )
                 )
                 results.append(ActionRecord(step + 1, list(items), result))
+    if what_if is not None and what_if.step == step + 1:
+        _act_on(context, usage, what_if, pending)  # at the live end: after all the rest
+    live = _live_end(session, step, context, offset, has_messages, pending, profile)
+    if live is not None:
+        live.recorded_decisions = list(recorded_by_step.get(live.step, []))
+        if what_if is not None:
+            live.items = tuple(context.items)
+        steps.append(live)
     decisions.extend(pending)
     undetermined: list[tuple[Decision, str]] = []
     if judge is not None:
@@ -1160,6 +1291,122 @@ def _adopt_recorded(
     context.replace(items)
 
 
+def _act_on(
+    context: _Context, usage: _UsageMeasure | None, what_if: WhatIfStart, pending: list[Decision]
+) -> None:
+    """The user's action of a what-if: its result is the replayed context from now on."""
+    pending.append(what_if.decision())
+    context.replace([i for i in what_if.result.items if i.id != OVERHEAD_ID])
+    if usage is not None and what_if.result.action is Action.COMPACT:
+        usage.compacted()  # no earlier usage describes the context now
+
+
+def _live_end(
+    session: Session,
+    step: int,
+    context: _Context,
+    offset: int,
+    has_messages: bool,
+    pending: Sequence[Decision],
+    profile: Profile,
+) -> ReplayStep | None:
+    """The build-up after the last request (``step``), when the session shows it as a step
+    of its own: the session's figure there (the latest report plus what came since), moved by
+    what the replay changed (the replayed messages against the recorded ones, by the agent's
+    estimate; in a log of figures alone, ``offset``), with what the agent decided after its
+    last request."""
+    if not session.open_step_shown():
+        return None
+    state = session.live_state()
+    if state.step != step + 1:
+        return None
+    change = context.total - state.estimated if has_messages else offset
+    shown = max(0, state.tokens + change)
+    here = [d for d in pending if d.step == state.step]
+    reduced = any(d.kind in _REDUCING and not d.failed for d in here)
+    peak = max(shown, state.peak) if reduced else shown
+    return ReplayStep(
+        step=state.step,
+        tokens=shown,
+        estimated=context.total,
+        exact=context.exact(),
+        recorded=state.tokens,
+        origin=state.origin,
+        zone=profile.zone(peak),
+        messages=len(context.items),
+        peak=peak,
+        recorded_peak=state.peak,
+        decisions=here,
+        request=shown,
+        request_recorded=state.tokens,
+        live_end=True,
+        sent=state.peak_reported is not None or state.origin is not Origin.ANCHORED,
+    )
+
+
+class _ShownLater:
+    """A step whose session figure is the after of a compaction the replay made there too, as
+    the agent measured it at a later request (OpenCode: the next ordinary request's prompt):
+    its replayed figure, and the replayed compaction's after, are that figure moved by what
+    the replay changed at the next request (the replay's context at the step holds the
+    summary that the recording writes after it, and that its figure already counts)."""
+
+    def __init__(self, profile: Profile) -> None:
+        self.profile = profile
+        self.waiting: ReplayStep | None = None
+
+    def wait(self, replayed: ReplayStep) -> None:
+        self.waiting = replayed
+
+    def settle(self, following: ReplayStep, decisions: list[Decision]) -> None:
+        waiting, self.waiting = self.waiting, None
+        if waiting is None:
+            return
+        was = waiting.tokens
+        waiting.tokens = max(0, waiting.recorded + following.tokens - following.recorded)
+        waiting.peak = max(waiting.tokens, waiting.peak + waiting.tokens - was)
+        waiting.zone = self.profile.zone(waiting.peak)
+        for listed in (waiting.decisions, decisions):
+            for k, d in enumerate(listed):
+                if d.step == waiting.step and d.kind == "compaction" and not d.failed:
+                    listed[k] = replace(d, tokens_after=waiting.tokens)
+
+
+def _after_measured_later(
+    state: StepState | None, replayed: Sequence[Decision], recorded_here: Sequence[Decision]
+) -> bool:
+    """Whether the step's session figure is the after of a recorded compaction that the
+    replay made at the same step (see ``_ShownLater``)."""
+    if state is None or state.reported_label != COMPACTION_LABEL:
+        return False
+    return any(d.kind == "compaction" and not d.failed for d in replayed) and any(
+        d.kind == "compaction" and not d.failed for d in recorded_here
+    )
+
+
+def _withheld(fired: Sequence[PolicyResult]) -> int:
+    """What a final turn the replayed agent forced leaves out of the request it then sends
+    (``withheld``: ai-agent's ``new``, which enforcing drops)."""
+    return max(
+        (
+            value
+            for r in fired
+            if r.action is Action.FINAL_TURN
+            and isinstance(value := r.details.get("withheld", 0), int)
+        ),
+        default=0,
+    )
+
+
+def _withheld_recorded(preflight: GuardEvaluated | None, recorded_here: Sequence[Decision]) -> int:
+    """What the final turn the recording forced at this preflight left out of the request it
+    sent (the guard's ``new``, as logged at the decision)."""
+    if preflight is None or preflight.status is not GuardStatus.FINAL:
+        return 0  # (a final turn a refused tool output forced: the preflight let it go)
+    forced = any(d.kind == "final_turn" and forced_by_context(d.detail) for d in recorded_here)
+    return preflight.new if forced else 0
+
+
 def _output_of(usage: Usage) -> int:
     """What a response added to its request's figure, by the provider's usage."""
     if usage.total:
@@ -1303,12 +1550,12 @@ def _refusal_replayed(
     provider's own count moved by what the replay changed, or, no limit given, no smaller
     than the recorded request); a request the recording shows answered is refused when the
     profile gives the provider's limit (``limit``) and the replayed request is over it."""
-    change = answered.tokens - answered.recorded
+    change = answered.request - answered.request_recorded
     if recorded is not None:
         if recorded.limit is not None and recorded.tokens is not None:
             return recorded if recorded.tokens + change > recorded.limit else None
         return recorded if change >= 0 else None
-    return _over_the_limit(answered.tokens, limit, "the replayed request")
+    return _over_the_limit(answered.request, limit, "the replayed request")
 
 
 def _unrecorded_refusal(figure: int, limit: int | None) -> RequestRejected | None:
@@ -1459,13 +1706,18 @@ def _figure(result: PolicyResult) -> int | None:
     return value if isinstance(value, int) else None
 
 
-def _written_summary(result: PolicyResult) -> ContextItem | None:
-    """The summary a compaction wrote (the last one it added)."""
+_PRODUCTS = (MessageKind.SUMMARY, MessageKind.META)
+
+
+def _written_products(result: PolicyResult) -> list[ContextItem]:
+    """What a compaction wrote that the recording's own compaction writes too: its summary
+    and its request message (the last of each it added)."""
     added = {c.id for c in result.changes if c.status is ItemStatus.ADDED}
-    for item in reversed(result.items):
-        if item.id in added and item.message.kind is MessageKind.SUMMARY:
-            return item
-    return None
+    found: dict[MessageKind, ContextItem] = {}
+    for item in result.items:
+        if item.id in added and item.message.kind in _PRODUCTS:
+            found[item.message.kind] = item
+    return list(found.values())
 
 
 def _admitted_item(result: PolicyResult, original: ContextItem) -> ContextItem:

@@ -299,6 +299,10 @@ class StepState:
     anchor_estimated: int = 0
     anchor_exact: int | None = None
     rejected: int = 0  # requests the provider refused because the prompt did not fit
+    # where ``reported`` and ``anchor`` come from: the agent or provider (``REPORTED``), or an
+    # estimate given as a figure (``ESTIMATED``: a what-if's replayed figures)
+    reported_origin: Origin = Origin.REPORTED
+    anchor_origin: Origin = Origin.REPORTED
 
     @property
     def tokens(self) -> int:
@@ -321,28 +325,31 @@ class StepState:
         plus what was added since (a recount of the visible messages alone would leave out the
         system prompt and tool schemas); else the exact count; else the estimate."""
         if self.reported is not None:
-            return self.reported, Origin.REPORTED
+            return self.reported, self.reported_origin
         if self.anchor is not None:
-            return max(0, self.anchor + self.since), Origin.ANCHORED
+            # on an estimate given as a figure: an estimate still
+            estimated = self.anchor_origin is not Origin.REPORTED
+            return max(0, self.anchor + self.since), (
+                Origin.ESTIMATED if estimated else Origin.ANCHORED
+            )
         if self.exact is not None:
             return self.exact, Origin.EXACT
         return self.estimated, Origin.ESTIMATED
 
     def describe(self) -> str:
         """Where the step's figure came from, in words."""
-        origin = self.best()[1]
-        if origin is Origin.ANCHORED and self.anchor is not None:
+        if self.reported is None and self.anchor is not None:
             since = self.since
             sign = "+" if since >= 0 else "-"
             basis = "exact" if self.exact is not None and self.anchor_exact is not None else "est."
             return (
-                f"reported {self.anchor:,} at step {self.anchor_step} {sign} {abs(since):,} "
-                f"{basis} since"
+                f"{self.anchor_origin.value} {self.anchor:,} at step {self.anchor_step} {sign} "
+                f"{abs(since):,} {basis} since"
             )
-        if origin is Origin.REPORTED and self.reported_label:
+        if self.reported is not None and self.reported_label:
             label = "provider usage" if self.reported_label == "usage" else self.reported_label
-            return f"reported ({label})"
-        return origin.value
+            return f"{self.reported_origin.value} ({label})"
+        return self.best()[1].value
 
     @property
     def peak(self) -> int:
@@ -353,6 +360,9 @@ class StepState:
 
 
 _NONE = -(2**63)  # "no figure" in the step columns
+_ORIGINS = (Origin.REPORTED, Origin.ESTIMATED, Origin.EXACT, Origin.ANCHORED)
+_ORIGIN_CODES = {origin: code for code, origin in enumerate(_ORIGINS)}
+COMPACTION_LABEL = "compaction"  # a step whose figure is a compaction's after
 
 
 class StepFigures(NamedTuple):
@@ -400,6 +410,8 @@ class StepTable(Sequence[StepState]):
         self.anchor_estimated = array("q")
         self.anchor_exact = array("q")
         self.rejected = array("i")
+        # the origins of ``reported`` and ``anchor`` (``_ORIGIN_CODES``, reported + 4 x anchor)
+        self.origins = array("B")
 
     def __len__(self) -> int:
         return len(self.first_event)
@@ -439,6 +451,9 @@ class StepTable(Sequence[StepState]):
         self.anchor_estimated.append(state.anchor_estimated)
         self.anchor_exact.append(_NONE if state.anchor_exact is None else state.anchor_exact)
         self.rejected.append(state.rejected)
+        self.origins.append(
+            _ORIGIN_CODES[state.reported_origin] + 4 * _ORIGIN_CODES[state.anchor_origin]
+        )
 
     def set_usage(self, i: int, row: int, given: Usage | None, reported: int, label: str) -> None:
         """Step ``i``'s usage: row ``row`` of the store's usage columns, else ``given``."""
@@ -449,6 +464,7 @@ class StepTable(Sequence[StepState]):
             self._usage_given.pop(i, None)
         self.reported[i] = _int64(reported)
         self.label[i] = self._label(label)
+        self.origins[i] &= ~3  # reported by the provider or the agent
 
     def _state(self, i: int) -> StepState:
         request = self.request_event[i]
@@ -479,6 +495,8 @@ class StepTable(Sequence[StepState]):
             self.anchor_estimated[i],
             None if anchor_exact == _NONE else anchor_exact,
             self.rejected[i],
+            _ORIGINS[self.origins[i] & 3],
+            _ORIGINS[self.origins[i] >> 2],
         )
 
     @overload
@@ -565,6 +583,8 @@ class _Running:
     anchor_step: int = 0
     anchor_estimated: int = 0
     anchor_exact: int | None = None
+    reported_origin: Origin = Origin.REPORTED
+    anchor_origin: Origin = Origin.REPORTED
     compaction_request: bool = False  # the latest request was the agent's summarisation call
 
 
@@ -788,10 +808,12 @@ class Session:
         for i in range(start, stop):
             yield self.event(i)
 
-    def raw_events(self) -> Iterator[Event | int]:
-        """Events in order, message events as their table indices (cheap; no body reads)."""
+    def raw_events(self, start: int = 0) -> Iterator[Event | int]:
+        """Events in order from ``start``, message events as their table indices (cheap; no
+        body reads)."""
         obj = self._store.get
-        for code in self._events:
+        codes = self._events if start <= 0 else self._events[start:]
+        for code in codes:
             yield code if code >= 0 else obj(-1 - code)
 
     def non_message_indices(self) -> array[int]:
@@ -1432,7 +1454,7 @@ class Session:
                     if peak == _NONE or event.tokens > peak:
                         self.steps.peak_reported[last] = _int64(event.tokens)
         elif isinstance(event, ContextMeasured):
-            self._measure(event.tokens, event.label or "agent")
+            self._measure(event.tokens, event.label or "agent", origin=event.origin)
         elif isinstance(event, GuardEvaluated):
             # once a final turn is forced, the step keeps the evaluation that forced it (a
             # later one describes the final request the decision made)
@@ -1457,14 +1479,14 @@ class Session:
                 if not event.failed:
                     self._compact(event)
                     if event.tokens_after is not None:
-                        self._measure(event.tokens_after, "compaction")
+                        self._measure(event.tokens_after, COMPACTION_LABEL)
                 return
             if event.thread == MAIN_THREAD and not event.failed:
                 self._compact(event)
             if event.tokens_before is not None:
-                self._measure(event.tokens_before, "compaction", peak_only=True)
+                self._measure(event.tokens_before, COMPACTION_LABEL, peak_only=True)
             if event.tokens_after is not None and not event.failed:
-                self._measure(event.tokens_after, "compaction")
+                self._measure(event.tokens_after, COMPACTION_LABEL)
             run.compactions += 1
         elif isinstance(event, ContextReset):
             if event.thread == MAIN_THREAD:
@@ -1545,23 +1567,38 @@ class Session:
         events, kind_of = self._events, self._store.kind_of
         return all(events[i] < 0 and kind_of(-1 - events[i]) in _INERT for i in range(start, stop))
 
-    def _set_anchor(self, tokens: int, step: int, estimated: int, exact: int | None) -> None:
+    def _set_anchor(
+        self,
+        tokens: int,
+        step: int,
+        estimated: int,
+        exact: int | None,
+        origin: Origin = Origin.REPORTED,
+    ) -> None:
         run = self._run
         run.anchor = tokens
         run.anchor_step = step
         run.anchor_estimated = estimated
         run.anchor_exact = exact
+        run.anchor_origin = origin
 
-    def _measure(self, tokens: int, label: str, *, peak_only: bool = False) -> None:
+    def _measure(
+        self, tokens: int, label: str, *, peak_only: bool = False, origin: Origin = Origin.REPORTED
+    ) -> None:
+        """A figure given in the build-up (the agent's own, a compaction's before or after):
+        the step's, and the anchor of the steps after it; ``origin``: the figure's own (an
+        estimate given as a figure stays one)."""
         run = self._run
         if not peak_only:
             run.reported = tokens
             run.reported_label = label
+            run.reported_origin = origin
             self._set_anchor(
                 tokens,
                 self._open.step,
                 run.estimated,
                 run.exact if run.exact_unknown == 0 and run.live else None,
+                origin,
             )
         if run.peak_reported is None or tokens > run.peak_reported:
             run.peak_reported = tokens
@@ -1666,6 +1703,8 @@ class Session:
         state.anchor_step = run.anchor_step
         state.anchor_estimated = run.anchor_estimated
         state.anchor_exact = run.anchor_exact
+        state.reported_origin = run.reported_origin
+        state.anchor_origin = run.anchor_origin
 
     def _close_step(self, request_index: int) -> None:
         state = self._open
@@ -1676,6 +1715,7 @@ class Session:
         run = self._run
         run.reported = None
         run.reported_label = ""
+        run.reported_origin = Origin.REPORTED
         run.peak_reported = None
         run.guard = None
         run.compactions = run.prunes = run.dropped = 0

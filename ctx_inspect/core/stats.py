@@ -68,7 +68,10 @@ def assumed_settings(profile: Profile) -> dict[str, object]:
     }
 
 
-def summarize(session: Session, profile: Profile, facts: RunFacts) -> dict[str, Any]:
+def summarize(
+    session: Session, profile: Profile, facts: RunFacts, *, per_step: bool = False
+) -> dict[str, Any]:
+    """``per_step``: add every step's figure (``context_per_step``, ``stats --steps``)."""
     # the steps are read as figures; only the few a key needs are made (``state_of``)
     last = session.state_of(session.step_count())
     window = _window(session, profile)
@@ -105,7 +108,27 @@ def summarize(session: Session, profile: Profile, facts: RunFacts) -> dict[str, 
         "truncated_tool_outputs": _count_tool_outputs(session, ToolOutputAction.TRUNCATED),
         "spilled_tool_outputs": _count_tool_outputs(session, ToolOutputAction.SPILLED),
         "issues": _issues(session),
+        **({"context_per_step": context_per_step(session)} if per_step else {}),
     }
+
+
+def context_per_step(session: Session) -> list[dict[str, Any]]:
+    """Every step's figure as the dashboard shows it (the build-up after the last request
+    is the last step when it holds something: ``live_end``), with where it comes from."""
+    out: list[dict[str, Any]] = []
+    requests = len(session.steps)
+    for state in session.all_steps():
+        point: dict[str, Any] = {
+            "step": state.step,
+            "tokens": state.tokens,
+            "source": state.origin.value,
+            "note": state.describe(),
+            "peak": state.peak,
+        }
+        if state.step > requests:
+            point["live_end"] = True
+        out.append(point)
+    return out
 
 
 def _window(session: Session, profile: Profile) -> int:
@@ -148,6 +171,8 @@ def _peak(session: Session) -> tuple[int | None, int, str]:
     origin = Origin.REPORTED if best.peak_reported is not None else best.origin
     if best.peak_reported is not None and best.tokens > best.peak_reported:
         origin = best.origin
+    if best.reported_origin is Origin.ESTIMATED:
+        origin = Origin.ESTIMATED  # the step's figures are estimates (a what-if's, replayed)
     return best.step, best.peak, origin.value
 
 
@@ -404,13 +429,13 @@ def summarize_replay(session: Session, result: ReplayResult, facts: RunFacts) ->
         "model": session.info.get("model"),
         "items_total": len(session) - len(session.issues),
         "messages_total": session.message_count,
-        "steps": len(result.steps),
+        "steps": result.requests,
         "parse_issues": len(session.issues),
         "peak_context_tokens": peak,
         "peak_context_source": source,
         "peak_step": peak_step,
         "final_context_tokens": final.tokens if final else 0,
-        "final_context_source": Origin.ESTIMATED.value,
+        "final_context_source": final.source.value if final else Origin.ESTIMATED.value,
         "zone_crossings": _replay_crossings(result),
         "compactions": [
             {
@@ -461,8 +486,11 @@ def summarize_replay(session: Session, result: ReplayResult, facts: RunFacts) ->
                 "step": s.step,
                 "tokens": s.tokens,
                 "recorded": s.recorded,
+                "source": s.source.value,
+                "request": s.request,
                 "peak": s.peak,
                 "zone": s.zone.value,
+                **({"live_end": True} if s.live_end else {}),
             }
             for s in result.steps
         ],

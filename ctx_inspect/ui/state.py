@@ -37,8 +37,9 @@ from ctx_inspect.core.model import (
 )
 from ctx_inspect.core.policies.base import Action, ContextItem, PolicyResult, Summarizer
 from ctx_inspect.core.profiles import Profile
+from ctx_inspect.core.replay import WhatIfStart, replay
 from ctx_inspect.core.session import Flag, Session, StepState, kind_name, role_name
-from ctx_inspect.core.whatif import branch_events
+from ctx_inspect.core.whatif import continued_events
 from ctx_inspect.core.window import Zone
 from ctx_inspect.ui.totals import RunningTotals, best_tokens
 from ctx_inspect.ui.widgets.events_view import EventRow
@@ -347,22 +348,62 @@ class SessionState:
         result = act(items, profile, action, estimate, summarizer)
         return items, result, diff_action(items, result)
 
-    def apply(self, result: PolicyResult, step: int | None = None) -> WhatIf:
-        """Keep an action's result as a what-if branch (the input file is never touched)."""
+    def branch_for(
+        self,
+        result: PolicyResult,
+        step: int | None = None,
+        profile: Profile | None = None,
+        summarizer: Summarizer | None = None,
+    ) -> WhatIf:
+        """An action's result as a what-if branch, nothing changed yet (it can be made in a
+        worker thread): the session through ``step``'s build-up, the action, then the rest of
+        the session replayed from there under ``profile``'s policy (the one that acted; the
+        session's by default), each later figure an estimate. The input is never touched."""
+        from ctx_inspect.app.commands import estimator_for
+        from ctx_inspect.app.config import build_summarizer
+        from ctx_inspect.core.sweep import estimates_alike
+
         step = step or self.step() or 1
+        profile = profile or self.profile
         label = (
             f"what-if {len(self.branches) + 1}: {result.action.value} ({result.policy}) "
             f"at step {step}"
         )
-        events = branch_events(self.session, step, result, label)
-        session = new_session(
-            self.profile, self.loaded.counter, count_exact=self.original.count_exact
+        replayed = replay(
+            self._read_with_profile(),
+            profile,
+            estimate=estimator_for(profile),
+            summarizer=summarizer or build_summarizer(None),
+            reuse_estimates=estimates_alike(self.profile, profile),
+            what_if=WhatIfStart(step, result),
         )
+        events = continued_events(self.session, step, result, label, replayed)
+        session = new_session(self.profile, self.loaded.counter, count_exact=True)
         session.append(events)
-        branch = WhatIf(label, step, session, result)
+        return WhatIf(label, step, session, result)
+
+    def _read_with_profile(self) -> Session:
+        """The session shown, its messages estimated by the profile's own rule (a file read as
+        it grows is estimated without a tokenizer until it is read: read again with it), so
+        that a replay takes the session's estimates as its own."""
+        session = self.session
+        if not (self.profile.uses_counter() and session.estimate_chars is not None):
+            return session
+        again = new_session(self.profile, self.loaded.counter, count_exact=True)
+        again.append(list(session.events()))
+        return again
+
+    def add(self, branch: WhatIf) -> None:
+        """Show a what-if branch (``branch_for``) on top of the others."""
         self.branches.append(branch)
         self.cursor = None
         self.touch()
+
+    def apply(self, result: PolicyResult, step: int | None = None) -> WhatIf:
+        """Keep an action's result as a what-if branch under the session's own policy
+        (``branch_for``), shown at once."""
+        branch = self.branch_for(result, step)
+        self.add(branch)
         return branch
 
     def undo(self) -> WhatIf | None:

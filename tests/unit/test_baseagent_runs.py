@@ -140,7 +140,10 @@ def test_replay_counts_the_failed_attempt_as_a_decision(
         (147_050, None),
         (152_131, 5_612),
     ]
-    assert [c["tokens"] for c in data["curve"]] == FIGURES
+    # one point per request, then (merged: the last answer's usage) the live end, anchored
+    requests = [c for c in data["curve"] if not c.get("live_end")]
+    assert [c["tokens"] for c in requests] == FIGURES
+    assert data["final_context_tokens"] == data["curve"][-1]["tokens"]
 
 
 def test_an_empty_summary_is_a_request_and_the_request_after_it_is_not_managed_again(

@@ -135,7 +135,10 @@ def test_the_recovery_replays(capsys: pytest.CaptureFixture[str]) -> None:
         (recovery,) = data["compactions"]
         assert recovery["step"] == 10 and recovery["after_tokens"] == 14739
         # the refused request as replayed: the agent's whole list, no tool summary yet
-        assert recovery["before_tokens"] == data["curve"][8]["tokens"] > 20000
+        assert recovery["before_tokens"] == data["curve"][8]["request"] > 20000
+        # the step shows what the session shows: the agent's own figure there (its list
+        # with the loop's tool summaries, which no file shows)
+        assert data["curve"][8]["tokens"] == data["curve"][8]["recorded"] < 20000
         assert "the provider refused the request" in recovery["detail"]
         # the loop summarizes tool outputs in its own list: no file shows it
         undetermined = data["undetermined"]

@@ -218,7 +218,7 @@ def test_replay_reproduces_a_preturn_compaction_at_resume(
         5_480,
     )
     # before the new turn Codex compared the last total, 57,000, with 50,000
-    assert data["curve"][3]["tokens"] == 57_000
+    assert data["curve"][3]["request"] == 57_000
     above = replay_json(
         capsys, "resume_preturn_compact.jsonl", "model_auto_compact_token_limit=57001"
     )

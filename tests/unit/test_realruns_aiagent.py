@@ -178,7 +178,12 @@ def test_guard_preflight(corpus: Path, capsys: pytest.CaptureFixture[str], strea
         played = replay(capsys, corpus, PREFLIGHT, stream, *sets)
         assert played["agreement"] == 1.0 and played["disagreements"] == []
         assert final_turns(played) == [(5, 38_308, 35_712)]
-        assert [c["tokens"] for c in played["curve"]] == [1_860, 8_941, 15_993, 27_129, 38_308]
+        # the step shows the request the agent sent (the session's figure, ``ctx 32898``),
+        # the projection that forced it is its peak and what the guard compared
+        curve = played["curve"]
+        assert [c["tokens"] for c in curve] == [1_860, 8_941, 15_993, 27_129, 32_898]
+        assert [c["recorded"] for c in curve] == [c["tokens"] for c in curve]
+        assert (curve[-1]["peak"], curve[-1]["request"]) == (38_308, 38_308)
         # forcing drops the tool outputs from the count: 32,898 then fits, nothing more logged
         assert "still over the limit" not in played["final_turns"][0]["reason"]
     # a window where 38,308 fits: no final turn, and replay says where the recording had one
@@ -230,7 +235,10 @@ def test_guard_store(corpus: Path, capsys: pytest.CaptureFixture[str], stream: s
     assert final_turns(played) == [(4, 24_680, 19_712)]
     # the agent still over its limit after shrinking the tools: it sent the request anyway
     assert "still over the limit" in played["final_turns"][0]["reason"]
-    assert [c["tokens"] for c in played["curve"]] == [1_860, 8_941, 15_993, 24_680]
+    curve = played["curve"]
+    assert [c["tokens"] for c in curve] == [1_860, 8_941, 15_993, 21_750]
+    assert [c["recorded"] for c in curve] == [c["tokens"] for c in curve]
+    assert (curve[-1]["peak"], curve[-1]["request"]) == (24_680, 24_680)
     items = explain(capsys, corpus, STORE, stream)
     assert [(e["step"], e["event"]) for e in items] == [(4, "final_turn")]  # no context error
     (explained,) = items

@@ -70,8 +70,9 @@ def compactions(data: dict[str, Any]) -> list[tuple[int, str, int, int | None]]:
 
 
 def requests(data: dict[str, Any]) -> list[int]:
-    """The recorded size of every request, from a replay's curve."""
-    return [point["recorded"] for point in data["curve"]]
+    """The recorded size of every request, from a replay's curve (the live end, the build-up
+    after the last request, is no request)."""
+    return [point["recorded"] for point in data["curve"] if not point.get("live_end")]
 
 
 def boundaries(path: Path) -> list[tuple[int, str, int | None, int | None]]:

@@ -116,9 +116,14 @@ def test_autocompact_replay(corpus: Path, capsys: pytest.CaptureFixture[str]) ->
     curve = {c["step"]: c for c in data["curve"]}
     # what Codex compared: the last total plus its estimate of the tool output after it
     # (57,174 + ~4,829 for the awk output; 51,461 + ~10,229 for a cat of a log)
-    assert 61_900 < curve[8]["tokens"] < 62_100 and curve[7]["tokens"] < 60_000
-    assert 61_600 < curve[14]["tokens"] < 61_800 and curve[13]["tokens"] < 60_000
+    assert 61_900 < curve[8]["request"] < 62_100 and curve[7]["request"] < 60_000
+    assert 61_600 < curve[14]["request"] < 61_800 and curve[13]["request"] < 60_000
+    # the step's peak is on the session's basis: the summarisation request's prompt, as stats
+    assert curve[8]["peak"] == 60_121 < curve[8]["request"]
+    # the curve shows what the session shows: Codex's total once each request was answered
+    # (the summarisation request's prompt, 60,121, at the step where it compacted)
     assert all(c["tokens"] == c["recorded"] for c in data["curve"])
+    assert (curve[1]["tokens"], curve[7]["tokens"], curve[8]["tokens"]) == (10_733, 57_174, 60_121)
     # our own name for the setting still works
     assert replay(capsys, path, "auto_compact_token_limit=60000")["agreement"] == 1.0
     # a limit above what Codex measured: the recorded compactions are not reproduced there

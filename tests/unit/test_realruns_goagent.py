@@ -263,8 +263,11 @@ def test_replay_under_the_cards_settings_reproduces_every_decision(
     data = cli_json(capsys, "replay", *CARD_SETTINGS, str(run / "stdout.jsonl"))
     assert data["agreement"] == 1.0 and data["disagreements"] == []
     assert data["threshold_tokens"] == 23616
-    assert [c["recorded"] for c in data["curve"]] == [REQUESTS[s][0] for s in range(1, 17)]
+    requests = [c for c in data["curve"] if not c.get("live_end")]
+    assert [c["recorded"] for c in requests] == [REQUESTS[s][0] for s in range(1, 17)]
     assert all(c["tokens"] == c["recorded"] for c in data["curve"])  # the same figures
+    # after the last request: the figure stats ends on
+    assert (data["curve"][-1]["step"], data["final_context_tokens"]) == (17, 26886)
     replayed = [
         (c["step"], c["before_tokens"], c["after_tokens"], c["failed"]) for c in data["compactions"]
     ]

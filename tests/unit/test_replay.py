@@ -867,7 +867,10 @@ def test_a_decision_after_the_last_request_is_replayed_where_the_recording_has_o
     policy = CompactAt((3,), {}, decides_after_each_turn=True)
     result = replay(session, profile(), estimate=chars4, summarizer=EchoSummarizer(), policy=policy)
     assert [(d.step, d.failed) for d in result.decisions] == [(3, True)]
-    assert result.agreement == 1.0 and len(result.steps) == 2
+    assert result.agreement == 1.0 and result.requests == 2
+    # the build-up after the last request is a step of its own there, with that decision
+    live = result.steps[-1]
+    assert live.live_end and [(d.step, d.failed) for d in live.decisions] == [(3, True)]
 
 
 def test_a_response_carries_the_replayed_figure_of_its_request() -> None:

@@ -44,7 +44,10 @@ def test_reactive_compaction(capsys: pytest.CaptureFixture[str]) -> None:
     # + 6,500 + 22 (its estimate of the tool result and the reminder since) > 200,000
     assert compactions(data) == [(3, "reactive", 200_502, 23_930)]
     assert data["agreement"] == 1.0 and data["disagreements"] == []
-    assert [p["recorded"] for p in data["curve"]] == [190_000, 193_800, 41_870]
+    # each request, then the live end: the answer's usage plus what came after (as stats ends)
+    assert [p["recorded"] for p in data["curve"]] == [190_000, 193_800, 41_870, 41_890]
+    assert data["curve"][-1]["live_end"] and data["final_context_tokens"] == 41_890
+    assert stats["final_context_tokens"] == 41_890
     assert all(p["tokens"] == p["recorded"] for p in data["curve"])
 
 

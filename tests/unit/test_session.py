@@ -338,3 +338,24 @@ def test_a_step_with_a_forced_final_turn_keeps_the_evaluation_that_forced_it() -
     after = GuardEvaluated(current=32_898, projected=32_898)
     s.append([forcing, FinalTurnForced(reason="context"), after, RequestSent(final_turn=True)])
     assert s.steps[1].guard == forcing
+
+
+def test_an_estimate_given_as_a_figure_stays_an_estimate() -> None:
+    """A what-if's replayed figures are estimates: the step shows it, and so do the steps
+    anchored on it; a report after it is reported again."""
+    s = Session()
+    s.append([msg("u", Role.USER, "y" * 400), RequestSent()])
+    s.append([UsageReported(usage=Usage(input=9000))])
+    estimate = ContextMeasured(tokens=4000, origin=Origin.ESTIMATED, label="what-if")
+    s.append([msg("a", Role.ASSISTANT, "z" * 40), estimate, RequestSent()])
+    second = s.steps[1]
+    assert (second.tokens, second.origin) == (4000, Origin.ESTIMATED)
+    assert second.describe() == "estimated (what-if)"
+    s.append([msg("t", Role.TOOL, "w" * 80)])
+    live = s.live_state()
+    assert (live.tokens, live.origin) == (4000 + 20, Origin.ESTIMATED)
+    assert live.describe() == "estimated 4,000 at step 2 + 20 est. since"
+    # kept as columns: the closed step says the same when made again
+    s.append([RequestSent(), UsageReported(usage=Usage(input=5000))])
+    assert (s.steps[1].origin, s.steps[2].origin) == (Origin.ESTIMATED, Origin.REPORTED)
+    assert s.steps[2].describe() == "reported (provider usage)"

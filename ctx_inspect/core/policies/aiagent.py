@@ -481,6 +481,9 @@ class AiAgentPolicy:
                 "schema": evaluation.schema,
             },
             "counters_after": pre.guard.counters(),
+            # what enforcing leaves out of the final request's figure: the new tool outputs
+            # (the prepared line after forcing shows ctx without them)
+            "withheld": evaluation.new if pre.enforced else 0,
         }
         tokens = total(items)
         return PolicyResult(

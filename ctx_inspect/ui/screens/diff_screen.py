@@ -22,7 +22,7 @@ from ctx_inspect.core.facts import FactKind
 from ctx_inspect.core.policies.base import ItemStatus
 from ctx_inspect.ui import plain
 from ctx_inspect.ui.screens.action_picker import Preview, error_text
-from ctx_inspect.ui.state import SessionState
+from ctx_inspect.ui.state import SessionState, WhatIf
 from ctx_inspect.ui.widgets.zone_gauge import rich_color
 
 if TYPE_CHECKING:
@@ -92,6 +92,7 @@ class DiffScreen(ModalScreen[bool]):
         self._before = {item.id: item for item in preview.items}
         self._after = {item.id: item for item in preview.result.items}
         self.selected: int | None = None
+        self.applying = False  # the what-if's replay is running
 
     # -- layout ----------------------------------------------------------------------------
 
@@ -272,13 +273,33 @@ class DiffScreen(ModalScreen[bool]):
                 severity="warning",
             )
             return
-        branch = p.state.apply(p.result, p.step)
+        if self.applying:
+            return
+        self.applying = True
+        self.notify("replaying the rest of the session under the action…", title="what-if")
+        self.make_branch(p)
+
+    @work(thread=True, exclusive=True, group="apply", exit_on_error=False)
+    def make_branch(self, p: Preview) -> None:
+        app: InspectorApp = self.app  # type: ignore[assignment]
+        branch = p.state.branch_for(p.result, p.step, p.profile, app.summarizer())
+        app.call_from_thread(self._made, p.state, branch)
+
+    def _made(self, state: SessionState, branch: WhatIf) -> None:
+        self.applying = False
+        state.add(branch)
         self.notify(
             f"{branch.label}; u undoes it, E exports it", title="what-if applied", timeout=5
         )
         self.dismiss(True)
         app: InspectorApp = self.app  # type: ignore[assignment]
         app.changed()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group == "apply" and event.state is WorkerState.ERROR:
+            self.applying = False
+            text = error_text(event.worker.error)
+            self.notify(text, title="cannot apply the what-if", severity="error", markup=False)
 
     def action_discard(self) -> None:
         self.dismiss(False)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from time import monotonic
 from typing import TYPE_CHECKING, Any, Union, get_args, get_origin
 
@@ -30,7 +30,8 @@ from textual.widgets import (
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from ctx_inspect.core.profiles import Profile, check_keys, make_profile
-from ctx_inspect.core.replay import Decision, ReplayResult, compare, replay
+from ctx_inspect.core.replay import Decision, ReplayResult, compare
+from ctx_inspect.core.session import Session
 from ctx_inspect.core.sweep import ROW_KEYS, SweepRow, grid, parse_axis
 from ctx_inspect.errors import ConfigError
 from ctx_inspect.ui import plain
@@ -237,6 +238,9 @@ class TuneScreen(SessionScreen):
         self.original: ReplayResult | None = None
         self.result: ReplayResult | None = None
         self._original_key: tuple[int, int, int] | None = None
+        # the session as the replay command reads it, and the profile it was read with
+        self._read: tuple[Session, Profile] | None = None
+        self._read_key: tuple[int, int, int] | None = None
         self.axes: list[str] = []
         self.sweep_rows: list[SweepRow] = []
         self.sweep_total = 0
@@ -372,29 +376,23 @@ class TuneScreen(SessionScreen):
 
     @work(thread=True, exclusive=True, group="replay", exit_on_error=False)
     def run_replays(self, state: SessionState, tuned: Profile) -> None:
-        from ctx_inspect.app.commands import estimator_for
+        from ctx_inspect.app.commands import replay_read
 
         app: InspectorApp = self.app  # type: ignore[assignment]
         worker = get_current_worker()
         summarizer = app.summarizer()
         key = (id(state), len(state.branches), state.version)
+        if self._read_key != key or self._read is None:
+            self._read = replay_input(app, state)
+            self._read_key = key
+        session, read_with = self._read
         original = self.original if self._original_key == key else None
         if original is None:
-            original = replay(
-                state.session,
-                state.profile,
-                estimate=estimator_for(state.profile),
-                summarizer=summarizer,
-            )
-        if same_settings(tuned, state.profile):
+            original = replay_read(session, read_with, read_with, summarizer)
+        if same_settings(tuned, read_with):
             result = original
         else:
-            result = replay(
-                state.session,
-                tuned,
-                estimate=estimator_for(tuned),
-                summarizer=summarizer,
-            )
+            result = replay_read(session, read_with, tuned, summarizer)
         if not worker.is_cancelled:
             app.call_from_thread(self._replayed, key, original, result, tuned)
 
@@ -593,6 +591,20 @@ def _cell(value: Any, column: str) -> Text:
     if isinstance(value, float):
         return Text(f"{value:g}", justify="right")
     return Text(plain.one_line(str(value), 80))
+
+
+def replay_input(app: InspectorApp, state: SessionState) -> tuple[Session, Profile]:
+    """The session the tune screen replays, read as ``replay`` reads it (the file again, with
+    the profile's estimator and the exact counts ``stats`` makes), so that both show the same
+    figures; a what-if branch is replayed as it is (it was made with the profile's estimator).
+    With the profile it was read with."""
+    from ctx_inspect.app.sweeper import load_for_sweep
+    from ctx_inspect.sources.stream import spooled
+
+    if state.branches:
+        return state.session, state.profile
+    spec = sweep_input(app, state, state.profile)
+    return load_for_sweep(replace(spec, paths=tuple(spooled(p) for p in spec.paths)))
 
 
 def sweep_input(app: InspectorApp, state: SessionState, profile: Profile) -> SweepInput:
