@@ -1117,6 +1117,7 @@ def _replay(
             if why:
                 undetermined.append((d, why))
     undetermined += _after_the_last_request(recorded, decisions, step)
+    undetermined += _nothing_to_replay(recorded, undetermined, step, has_messages)
     unknown = {id(d) for d, _ in undetermined}
     determinable = [d for d in recorded if id(d) not in unknown]
     # a replayed decision at the step and of the kind of an undetermined one is not judged
@@ -1844,6 +1845,26 @@ def _after_the_last_request(
         for d in recorded
         if d.kind == "final_turn" and d.step > last and d.step not in made
     ]
+
+
+NOTHING_TO_REPLAY = (
+    "the input holds neither a request nor a message: no context to replay the decision from "
+    "(read it with the run's other files: --merge)"
+)
+
+
+def _nothing_to_replay(
+    recorded: Sequence[Decision],
+    known: Sequence[tuple[Decision, str]],
+    requests: int,
+    has_messages: bool,
+) -> list[tuple[Decision, str]]:
+    """Every recorded decision, when the input shows no request and no message (a log of the
+    agent's decisions alone): replay has nothing to decide them from."""
+    if requests or has_messages:
+        return []
+    seen = {id(d) for d, _ in known}
+    return [(d, NOTHING_TO_REPLAY) for d in recorded if id(d) not in seen]
 
 
 def _not_shown(disagreements: list[dict[str, Any]], session: Session) -> None:

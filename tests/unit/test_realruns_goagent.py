@@ -312,6 +312,18 @@ def test_replay_of_every_stream_agrees(run: Path, capsys: pytest.CaptureFixture[
     assert all(c["tokens"] == c["recorded"] for c in merged["curve"])
 
 
+def test_replay_of_the_log_alone_says_it_has_nothing_to_replay_from(
+    run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The log names the six attempts but holds no request and no message: replay cannot
+    decide them, and says so instead of counting six disagreements."""
+    data = cli_json(capsys, "replay", *CARD_SETTINGS, str(log_file(run)))
+    assert data["disagreements"] == []
+    assert len(data["undetermined"]) == len(ATTEMPTS)
+    assert all(u["recorded"] and "neither a request nor a message" in u["reason"]
+               for u in data["undetermined"])  # fmt: skip
+
+
 def test_replay_with_the_default_window_says_it_is_assumed(
     run: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
