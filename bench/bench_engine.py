@@ -10,10 +10,10 @@ Targets: every replay <= 1 s; sweep on 2 cores >= 1.7x faster than on 1. Session
 (seeded) in the native format under bench/data/ (git-ignored).
 
 Replays reuse the session's estimates (``reuse_estimates=True``) and freeze what they made at
-the end (``freeze=True``), as the engine commands do: the session was read with the replayed
-profile's estimator, and nothing else lives in the process. Each replay is a first one: a new
-summarizer, the process-wide memos emptied, and the session's bodies read back from the file
-(its body cache holds fewer than the session's messages). Each figure is the median of three
+the end (``collector_paused(freeze=True)``), as the engine commands do: the session was read
+with the replayed profile's estimator, and nothing else lives in the process. Each replay is a
+first one: a new summarizer, the process-wide memos emptied, and the session's bodies read back
+from the file (its body cache holds fewer than the session's messages). Each figure is the median of three
 replays, wall clock (CPU time beside it: the machine is shared).
 """
 
@@ -35,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 from ctx_inspect.app.config import build_profile  # noqa: E402
 from ctx_inspect.app.loader import counter_for, open_inputs  # noqa: E402
 from ctx_inspect.app.sweeper import SweepInput, run_sweep  # noqa: E402
+from ctx_inspect.core.collector import collector_paused  # noqa: E402
 from ctx_inspect.core.model import (  # noqa: E402
     Event,
     Message,
@@ -186,14 +187,14 @@ def bench_replay(
             forget_memos()  # each replay is a first one: no process-wide memo from the last
             started, cpu_started = time.perf_counter(), time.process_time()
             # as the engine commands do: the session was read with this profile's estimator
-            result = replay(
-                loaded.session,
-                profile,
-                estimate=estimate,
-                summarizer=LocalSummarizer(),
-                reuse_estimates=True,
-                freeze=True,
-            )
+            with collector_paused(freeze=True):
+                result = replay(
+                    loaded.session,
+                    profile,
+                    estimate=estimate,
+                    summarizer=LocalSummarizer(),
+                    reuse_estimates=True,
+                )
             times.append(time.perf_counter() - started)
             cpu.append(time.process_time() - cpu_started)
         assert result is not None

@@ -345,6 +345,7 @@ def _engine(args: argparse.Namespace) -> int:
     still read, and the exit code is 2."""
     from ctx_inspect.app import commands
     from ctx_inspect.app.loader import FailedInput
+    from ctx_inspect.core.collector import collector_paused
 
     failed: list[FailedInput] = []
 
@@ -352,23 +353,26 @@ def _engine(args: argparse.Namespace) -> int:
         failed.append(failure)
         _Printer(args.json, "").fail(failure.error)
 
-    if args.command == "replay":
-        _emit(commands.run_replay(args, report), args.json, "render_replay")
-    elif args.command == "diff":
-        rows = commands.run_diff(args, report)
-        _emit(rows, args.json, "render_diff", full=args.full)
-    elif args.command == "explain":
-        items = commands.run_explain(args, report)
-        if items or not failed:  # when nothing was read, the error lines say why
-            _emit([items], args.json, "render_explain")
-    else:
-        table = commands.run_sweep(args)
-        if args.csv and not args.json:
-            from ctx_inspect.render import write_sweep_csv
-
-            write_sweep_csv(sys.stdout, safe_data(table))
+    # a headless command: what it makes lives until the process ends, so the collector never
+    # needs to scan it (``core.collector``)
+    with collector_paused(freeze=True):
+        if args.command == "replay":
+            _emit(commands.run_replay(args, report), args.json, "render_replay")
+        elif args.command == "diff":
+            rows = commands.run_diff(args, report)
+            _emit(rows, args.json, "render_diff", full=args.full)
+        elif args.command == "explain":
+            items = commands.run_explain(args, report)
+            if items or not failed:  # when nothing was read, the error lines say why
+                _emit([items], args.json, "render_explain")
         else:
-            _emit([table], args.json, "render_sweep")
+            table = commands.run_sweep(args)
+            if args.csv and not args.json:
+                from ctx_inspect.render import write_sweep_csv
+
+                write_sweep_csv(sys.stdout, safe_data(table))
+            else:
+                _emit([table], args.json, "render_sweep")
     return 2 if failed else 0
 
 

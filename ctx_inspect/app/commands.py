@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ctx_inspect.app.loader import FailedInput, LoadedSession, counter_for, iter_inputs
+from ctx_inspect.app.loader import FailedInput, LoadedSession, estimator_for, iter_inputs
 from ctx_inspect.core.diff import diff_action
 from ctx_inspect.core.model import Message
 from ctx_inspect.core.policies import policy_for
@@ -21,12 +21,6 @@ from ctx_inspect.core.replay import ReplayResult, replay, with_overhead
 from ctx_inspect.core.session import Session
 from ctx_inspect.core.stats import RunFacts, summarize_replay
 from ctx_inspect.errors import InputError
-
-
-def estimator_for(profile: Profile) -> Callable[[Message], int]:
-    counter = counter_for(profile)
-    return lambda message: profile.estimate(message, counter)
-
 
 OnFailure = Callable[[FailedInput], None]
 
@@ -77,8 +71,7 @@ def run_replay(
     out = []
     summ = summarizer(args)
     for loaded in open_for_engine(args, on_failure):
-        # freeze: a command, what lives beside the replay lives until the process ends
-        result = replay_read(loaded.session, loaded.profile, loaded.profile, summ, freeze=True)
+        result = replay_read(loaded.session, loaded.profile, loaded.profile, summ)
         out.append(summarize_replay(loaded.session, result, _facts(loaded)))
     return out
 
@@ -88,8 +81,6 @@ def replay_read(
     read_with: Profile,
     profile: Profile,
     summ: Summarizer,
-    *,
-    freeze: bool = False,
 ) -> ReplayResult:
     """The replay of a session read as the engine commands read it (``open_for_engine``, with
     ``read_with``'s estimator) under ``profile``: what ``replay`` prints and the tune screen
@@ -102,7 +93,6 @@ def replay_read(
         estimate=estimator_for(profile),
         summarizer=summ,
         reuse_estimates=estimates_alike(read_with, profile),
-        freeze=freeze,
     )
 
 
@@ -204,7 +194,6 @@ def run_explain(
             estimate_for=estimator_for,
             summarizer=summ,
             search=not args.no_search,
-            freeze=True,  # a command: see ``run_replay``
         )
         for item in explainer.explain():
             data = item.as_dict()
@@ -234,7 +223,7 @@ def run_sweep(args: argparse.Namespace) -> dict[str, Any]:
         merge=args.merge,
         count_exact=not args.no_exact,
     )
-    rows = sweep(spec, combinations, summarizer(args), workers=args.workers, freeze=True)
+    rows = sweep(spec, combinations, summarizer(args), workers=args.workers)
     data = [row.as_dict() for row in rows]
     if args.sort:
         key = args.sort.lstrip("-")

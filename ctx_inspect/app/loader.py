@@ -7,13 +7,13 @@ give several sessions (a project folder, a database of many sessions, sub-agent 
 
 from __future__ import annotations
 
-import gc
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ctx_inspect.core.collector import collector_paused as paused
 from ctx_inspect.core.model import (
     Event,
     GuardEvaluated,
@@ -78,23 +78,17 @@ class LoadedSession:
         return f"{shown}#{self.label}" if self.label else shown
 
 
-@contextmanager
-def collector_paused(*, collect: bool = False) -> Iterator[None]:
-    """Pause Python's cyclic garbage collector while a session is read, then move what was
-    read out of its way. Reading creates millions of long-lived objects and no cycles; left
-    running, the collector rescans all of them again and again, and reading a large file
-    slows down more than linearly. ``collect``: collect the few cycles reading made before
-    freezing (worth it for a session kept open; a session read once is let go anyway)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if collect:
-            gc.collect()  # the few cycles reading made (parsers, closures) go first
-        gc.freeze()  # what was read lives as long as the session: never rescan it
-        if was_enabled:
-            gc.enable()
+def collector_paused(*, collect: bool = False) -> AbstractContextManager[None]:
+    """The collector paused while a session is read, then what was read moved out of its way
+    for good: it lives as long as the session (``core.collector``). ``collect``: collect the
+    few cycles reading made first (worth it for a session kept open)."""
+    return paused(collect=collect, freeze=True)
+
+
+def estimator_for(profile: Profile) -> Callable[[Message], int]:
+    """``profile``'s own estimate of a message, with the tokenizer its rule asks for."""
+    counter = counter_for(profile)
+    return lambda message: profile.estimate(message, counter)
 
 
 def input_file(path: Path) -> Path:

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ctx_inspect.core.model import Message
+from ctx_inspect.app.loader import estimator_for
+from ctx_inspect.core.collector import collector_paused
 from ctx_inspect.core.policies.base import Summarizer
 from ctx_inspect.core.profiles import Profile
 from ctx_inspect.core.session import Session
@@ -58,28 +59,21 @@ def load_for_sweep(spec: SweepInput) -> tuple[Session, Profile]:
     return loaded.session, loaded.profile
 
 
-def estimator_for(profile: Profile) -> Callable[[Message], int]:
-    from ctx_inspect.app.loader import counter_for
-
-    counter = counter_for(profile)
-    return lambda message: profile.estimate(message, counter)
-
-
 def _init(spec: SweepInput, summarizer: Summarizer) -> None:
     session, profile = load_for_sweep(spec)
     _WORKER.update(session=session, profile=profile, summarizer=summarizer)
 
 
 def _run(settings: dict[str, Any]) -> SweepRow:
-    return run_one(
-        _WORKER["session"],
-        _WORKER["profile"],
-        settings,
-        estimate_for=estimator_for,
-        summarizer=_WORKER["summarizer"],
-        reuse_estimates=True,  # the session was read with this profile's estimator
-        freeze=True,  # a worker's objects live as long as it does
-    )
+    with collector_paused(freeze=True):  # a worker's objects live as long as it does
+        return run_one(
+            _WORKER["session"],
+            _WORKER["profile"],
+            settings,
+            estimate_for=estimator_for,
+            summarizer=_WORKER["summarizer"],
+            reuse_estimates=True,  # the session was read with this profile's estimator
+        )
 
 
 def _start_context() -> multiprocessing.context.BaseContext:
@@ -132,10 +126,8 @@ def run_sweep(
     *,
     workers: int | None = None,
     on_row: Callable[[int, SweepRow], None] | None = None,
-    freeze: bool = False,
 ) -> list[SweepRow]:
-    """Every combination's row, in order; ``workers=1`` runs in this process (``freeze``: as
-    ``replay``'s, for the replays run in this process; the workers' always freeze)."""
+    """Every combination's row, in order; ``workers=1`` runs in this process."""
     workers = workers or len(os.sched_getaffinity(0))
     # a stream (standard input, a pipe) was spooled to a file here: the workers read that file
     spec = dataclasses.replace(spec, paths=tuple(spooled(p) for p in spec.paths))
@@ -150,7 +142,6 @@ def run_sweep(
                 estimate_for=estimator_for,
                 summarizer=summarizer,
                 reuse_estimates=True,  # the session was read with this profile's estimator
-                freeze=freeze,
             )
             rows.append(row)
             if on_row:

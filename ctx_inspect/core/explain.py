@@ -114,10 +114,8 @@ class Explainer:
         estimate_for: Callable[[Profile], Callable[[Message], int]],
         summarizer: Summarizer,
         search: bool = True,
-        freeze: bool = False,
     ) -> None:
         self.session = session
-        self.freeze = freeze  # the replays': see ``replay``
         self.profile = profile
         self.estimate_for = estimate_for
         self.summarizer = summarizer
@@ -404,7 +402,6 @@ class Explainer:
                 self.profile,
                 estimate=self.estimate_for(self.profile),
                 summarizer=self.summarizer,
-                freeze=self.freeze,
             )
         return self._replays[key]
 
@@ -420,7 +417,6 @@ class Explainer:
                     profile,
                     estimate=self.estimate_for(profile),
                     summarizer=self.summarizer,
-                    freeze=self.freeze,
                 )
         return self._replays[key]
 

@@ -31,13 +31,13 @@ recorded result is taken, as the best knowledge of what compacting did.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from typing import Any, Protocol
 
+from ctx_inspect.core.collector import collector_paused
 from ctx_inspect.core.model import (
     TRIGGER_NOT_RECORDED,
     Compacted,
@@ -414,11 +414,11 @@ def replay(
     policy: Policy | None = None,
     exact: Callable[[Message], int] | None = None,
     reuse_estimates: bool = False,
-    freeze: bool = False,
     what_if: WhatIfStart | None = None,
 ) -> ReplayResult:
     """Replay ``session`` under ``profile``. Linear in the session's events (the cyclic
-    garbage collector is paused meanwhile, see ``_collector_paused``).
+    garbage collector is paused meanwhile: a replay allocates hundreds of thousands of objects
+    and makes no cycles; how long they live is the caller's to say, ``core.collector``).
 
     ``what_if``: a manual action applied at a step (a what-if): from that step's request on,
     the context is the action's result and the policy decides the rest of the session; each
@@ -429,35 +429,11 @@ def replay(
     instead of calling ``estimate``: only for a session loaded with this profile's estimator
     (the same rule and counter), as the engine commands know theirs is. An output the recording
     dropped is restored at its recorded size and estimated again either way.
-
-    ``freeze``: at the end, move every object alive out of the collector's way for good
-    (``gc.freeze``), as reading a session does, instead of leaving what the replay made to the
-    collector's next pass, which scans all of it (none of it was ever collected: a tenth of a
-    long replay). A replay makes no reference cycle (a test checks), so what it made is still
-    freed when let go; but whatever else is alive is frozen too and, should it become cyclic
-    garbage later, never collected. For the headless commands and sweep workers, whose other
-    objects live as long as the process; not for the dashboard, whose screens come and go.
     """
-    with _collector_paused(freeze):
+    with collector_paused():
         return _replay(
             session, profile, estimate, summarizer, policy, exact, reuse_estimates, what_if
         )
-
-
-@contextmanager
-def _collector_paused(freeze: bool) -> Iterator[None]:
-    """Pause Python's cyclic garbage collector for a replay: a replay allocates hundreds of
-    thousands of objects (messages read back, items, results) and makes no cycles, and the
-    collector would rescan everything alive again and again (a fifth of a long replay)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if freeze:
-            gc.freeze()
-        if was_enabled:
-            gc.enable()
 
 
 def _replay(

@@ -119,13 +119,11 @@ def run_one(
     estimate_for: Callable[[Profile], Callable[[Message], int]],
     summarizer: Summarizer,
     reuse_estimates: bool = False,
-    freeze: bool = False,
 ) -> SweepRow:
     """Replay ``session`` with ``settings`` applied over ``base``; one row of the sweep.
 
     ``reuse_estimates``: the session was loaded with ``base``'s estimator, so its estimates
-    serve every combination that estimates alike (``estimates_alike``). ``freeze``: as
-    ``replay``'s."""
+    serve every combination that estimates alike (``estimates_alike``)."""
     overrides = {**_explicit(base), **settings}
     try:
         profile = make_profile(base.name, overrides)
@@ -137,7 +135,6 @@ def run_one(
         estimate=estimate_for(profile),
         summarizer=summarizer,
         reuse_estimates=reuse_estimates and estimates_alike(base, profile),
-        freeze=freeze,
     )
     return row_of(settings, result, facts_cache(session))
 

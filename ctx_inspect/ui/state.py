@@ -340,7 +340,8 @@ class SessionState:
         self, action: Action, profile: Profile, summarizer: Summarizer, step: int | None = None
     ) -> tuple[list[ContextItem], PolicyResult, ActionDiff]:
         """What an action would do at the cursor, with the diff; nothing is changed yet."""
-        from ctx_inspect.app.commands import act, check_simulable, estimator_for
+        from ctx_inspect.app.commands import act, check_simulable
+        from ctx_inspect.app.loader import estimator_for
 
         estimate = estimator_for(profile)
         check_simulable(self.session, step or self.step())
@@ -359,8 +360,8 @@ class SessionState:
         worker thread): the session through ``step``'s build-up, the action, then the rest of
         the session replayed from there under ``profile``'s policy (the one that acted; the
         session's by default), each later figure an estimate. The input is never touched."""
-        from ctx_inspect.app.commands import estimator_for
         from ctx_inspect.app.config import build_summarizer
+        from ctx_inspect.app.loader import estimator_for
         from ctx_inspect.core.sweep import estimates_alike
 
         step = step or self.step() or 1

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ctx_inspect.app.commands import estimator_for
 from ctx_inspect.app.config import build_summarizer
+from ctx_inspect.app.loader import estimator_for
 from ctx_inspect.core.explain import Explainer, Explanation
 from ctx_inspect.core.model import (
     Compacted,

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from ctx_inspect.app.config import build_profile
+from ctx_inspect.core.collector import collector_paused
 from ctx_inspect.core.model import (
     TRIGGER_NOT_RECORDED,
     Compacted,
@@ -392,7 +393,8 @@ def test_a_replay_makes_no_reference_cycle_and_leaves_the_collector_as_it_was(na
     assert gc.isenabled() == was_enabled
     assert gc.get_freeze_count() == frozen  # nothing frozen unless asked
     try:
-        replay(session, chosen, estimate=chars4, summarizer=LocalSummarizer(), freeze=True)
+        with collector_paused(freeze=True):  # as a headless command keeps what it made
+            replay(session, chosen, estimate=chars4, summarizer=LocalSummarizer())
         assert gc.get_freeze_count() > frozen
         assert gc.isenabled() == was_enabled
     finally:

@@ -132,7 +132,7 @@ class ExplainScreen(SessionScreen):
 
     @work(thread=True, exclusive=True, group="explain", exit_on_error=False)
     def explain(self, state: SessionState) -> None:
-        from ctx_inspect.app.commands import estimator_for
+        from ctx_inspect.app.loader import estimator_for
 
         app: InspectorApp = self.app  # type: ignore[assignment]
         worker = get_current_worker()
