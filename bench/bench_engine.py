@@ -13,8 +13,8 @@ Replays reuse the session's estimates (``reuse_estimates=True``) and freeze what
 the end (``collector_paused(freeze=True)``), as the engine commands do: the session was read
 with the replayed profile's estimator, and nothing else lives in the process. Each replay is a
 first one: a new summarizer, the process-wide memos emptied, and the session's bodies read back
-from the file (its body cache holds fewer than the session's messages). Each figure is the median of three
-replays, wall clock (CPU time beside it: the machine is shared).
+from the file (its body cache holds fewer than the session's messages). Each figure is the
+median of three replays, wall clock (CPU time beside it: the machine is shared).
 """
 
 from __future__ import annotations
