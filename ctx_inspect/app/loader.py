@@ -22,13 +22,12 @@ from ctx_inspect.core.model import (
     ParseIssue,
     Part,
     PartType,
-    Pruned,
     RequestSent,
     Role,
     SessionInfo,
     SourceSpan,
 )
-from ctx_inspect.core.profiles import OpenCodeProfile, Profile, make_profile
+from ctx_inspect.core.profiles import Profile, make_profile
 from ctx_inspect.core.session import MAIN_THREAD, Session
 from ctx_inspect.core.tokens import ENCODINGS, TokenCounter, encoding_for_model, get_counter
 from ctx_inspect.errors import ConfigError, InputError
@@ -286,9 +285,7 @@ def calibrate(profile: Profile, session: Session) -> Profile:
     version = session.info.get("version")
     if isinstance(version, str) and version and _valid_setting(profile, "version", version):
         found["version"] = version  # an agent whose rules follow its version (Claude Code)
-    if isinstance(profile, OpenCodeProfile) and any(True for _ in session.events_of(Pruned)):
-        # OpenCode 1.18 prunes (and logs its attempts) only with compaction.prune on
-        found["prune"] = True
+    found.update(profile.settings_shown(session))  # what the agent's records show is on
     # the guard's latest target with its window (a log may learn its limit along the way)
     for _, event in session.events_of(GuardEvaluated):
         if isinstance(event, GuardEvaluated) and event.targets:

@@ -370,25 +370,6 @@ def _fifth_text(text: str, counter: Counter | None) -> int:
 
 
 # --------------------------------------------------------------------------------------------
-# OpenCode (Token.estimate: Math.max(0, Math.round(length / 4)))
-
-
-def _opencode_text(text: str) -> int:
-    # Math.round(n / 4) for n >= 0 is floor(n / 4 + 1/2) = (n + 2) // 4: halves round up.
-    return (_js_len(text) + 2) // 4
-
-
-def _opencode_payloads(message: Message) -> list[str]:
-    texts: list[str] = []
-    for part in message.parts:
-        if part.type is PartType.TOOL_CALL:
-            texts.append(part.arguments or "")
-        elif part.type is not PartType.IMAGE:
-            texts.append(part.text)
-    return texts
-
-
-# --------------------------------------------------------------------------------------------
 # Claude Code (roughTokenCountEstimation: Math.round(length / 4), per content block)
 
 
@@ -535,11 +516,6 @@ BASEAGENT = Rule("baseagent", lambda m, c: _baseagent_message(m), lambda t, c: l
 AIAGENT = Rule("aiagent", _aiagent_message, _aiagent_text, True, _aiagent_list)
 GOAGENT = Rule("goagent", lambda m, c: _goagent_message(m), lambda t, c: _ceil_div(utf8_len(t), 4))
 FIFTH = Rule("fifth", lambda m, c: _fifth_text(m.text, c), _fifth_text, uses_counter=True)
-OPENCODE = Rule(
-    "opencode",
-    lambda m, c: sum(_opencode_text(t) for t in _opencode_payloads(m)),
-    lambda t, c: _opencode_text(t),
-)
 GUIDE = Rule(
     "guide",
     lambda m, c: sum(_guide_text(t) for t in _content_texts(m)),
@@ -555,3 +531,8 @@ CLAUDE_CODE = Rule(
     lambda m, c: sum(claude_code_part(p) for p in m.parts),
     lambda t, c: _js_round_quarter(t),
 )
+
+# --------------------------------------------------------------------------------------------
+# Measures for the agents' own rules
+
+js_len = _js_len  # JavaScript ``String.length``: UTF-16 code units

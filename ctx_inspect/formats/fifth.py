@@ -63,7 +63,8 @@ from ctx_inspect.core.model import (
     SourceSpan,
 )
 from ctx_inspect.formats.base import LineParser, decode_text
-from ctx_inspect.formats.opencode import (
+from ctx_inspect.formats.registry import FormatSpec, Head, SnapshotSession, register
+from ctx_inspect.formats.sqlite import (
     SQLITE_ERRORS,
     db_issue,
     open_sqlite_readonly,
@@ -71,7 +72,6 @@ from ctx_inspect.formats.opencode import (
     sqlite_tables,
     sqlite_tables_of,
 )
-from ctx_inspect.formats.registry import FormatSpec, Head, SnapshotSession, register
 
 TOTAL_BUDGET = 16_000
 LEVEL_BUDGETS: dict[int, int] = {1: 2_000, 2: 4_000, 3: 8_000}

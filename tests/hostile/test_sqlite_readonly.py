@@ -19,10 +19,11 @@ from typing import Any
 
 import pytest
 
+from ctx_inspect.agents.opencode import reader_db
 from ctx_inspect.app.config import build_profile
 from ctx_inspect.app.live import open_live
 from ctx_inspect.cli import main
-from ctx_inspect.formats import fifth, opencode
+from ctx_inspect.formats import fifth
 from ctx_inspect.formats.registry import detect
 from tests.unit.test_format_fifth import make_db
 from tests.unit.test_format_opencode import build_db
@@ -98,7 +99,7 @@ def _opencode_row(n: int) -> str:
 
 
 def _opencode_seen(path: Path, n: int) -> bool:
-    return f"Fresh {n}" in [s.label for s in opencode.read_database(path)]
+    return f"Fresh {n}" in [s.label for s in reader_db.read_database(path)]
 
 
 def _fifth_row(n: int) -> str:
@@ -114,7 +115,7 @@ CASES = [
     Case(
         "opencode",
         lambda p: build_db(p / "opencode.db", wal=True),
-        opencode,
+        reader_db,
         _opencode_row,
         _opencode_seen,
     ),

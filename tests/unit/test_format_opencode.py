@@ -12,6 +12,10 @@ from typing import Any, TypeVar
 
 import pytest
 
+from ctx_inspect.agents.opencode import reader_db, reader_log, reader_storage
+from ctx_inspect.agents.opencode.reader_db import read_database
+from ctx_inspect.agents.opencode.reader_log import OpenCodeLogParser
+from ctx_inspect.agents.opencode.reader_storage import read_storage
 from ctx_inspect.core.model import (
     Compacted,
     Event,
@@ -27,8 +31,7 @@ from ctx_inspect.core.model import (
     UsageReported,
 )
 from ctx_inspect.core.session import Flag, Session
-from ctx_inspect.formats import opencode, registry
-from ctx_inspect.formats.opencode import OpenCodeLogParser, read_database, read_storage
+from ctx_inspect.formats import registry, sqlite
 from ctx_inspect.formats.registry import HEAD_BYTES, Head, SnapshotSession
 from tests.corpus import foreign_paths, real_runs
 
@@ -314,12 +317,12 @@ def _snapshot(folder: Path) -> dict[str, tuple[bytes, int]]:
 @pytest.mark.parametrize("wal", [False, True])
 def test_database_is_never_written(tmp_path: Path, wal: bool) -> None:
     path = build_db(tmp_path / "opencode.db", wal=wal)
-    assert opencode.sqlite_is_wal(path) is wal
+    assert sqlite.sqlite_is_wal(path) is wal
     os.utime(path, ns=(1_000_000_000, 1_000_000_000))
     before = _snapshot(tmp_path)
     assert list(before) == ["opencode.db"]
     read_database(path)
-    opencode.sniff_database(Head(path=path, data=path.read_bytes()[:HEAD_BYTES]))
+    reader_db.sniff_database(Head(path=path, data=path.read_bytes()[:HEAD_BYTES]))
     assert _snapshot(tmp_path) == before  # same bytes, same mtime, no -wal / -shm / -journal
 
 
@@ -589,20 +592,20 @@ def test_log_empty() -> None:
 
 def test_sniffers(db: Path, tmp_path: Path) -> None:
     data = log_fixture()
-    assert opencode.sniff_log(Head(path=Path("2026-01-20T091358.log"), data=data)) == 0.9
+    assert reader_log.sniff_log(Head(path=Path("2026-01-20T091358.log"), data=data)) == 0.9
     goagent_log = (Path(__file__).parents[1] / "data" / "goagent" / "log.log").read_bytes()
-    assert opencode.sniff_log(Head(path=Path("x.log"), data=goagent_log)) == 0.0
+    assert reader_log.sniff_log(Head(path=Path("x.log"), data=goagent_log)) == 0.0
     db_head = Head(path=db, data=db.read_bytes()[:HEAD_BYTES])
-    assert opencode.sniff_database(db_head) == 0.95
-    assert opencode.sniff_database(Head(path=db, data=data)) == 0.0
+    assert reader_db.sniff_database(db_head) == 0.95
+    assert reader_db.sniff_database(Head(path=db, data=data)) == 0.0
     other = tmp_path / "other.db"
     con = sqlite3.connect(other)
     con.execute("CREATE TABLE messages (id INTEGER)")
     con.close()
-    assert opencode.sniff_database(Head(path=other, data=other.read_bytes())) == 0.0
-    assert opencode.sniff_storage(Head(path=STORAGE, data=b"", is_dir=True)) == 0.95
-    assert opencode.sniff_storage(Head(path=DATA, data=b"", is_dir=True)) == 0.95
-    assert opencode.sniff_storage(Head(path=tmp_path, data=b"", is_dir=True)) == 0.0
+    assert reader_db.sniff_database(Head(path=other, data=other.read_bytes())) == 0.0
+    assert reader_storage.sniff_storage(Head(path=STORAGE, data=b"", is_dir=True)) == 0.95
+    assert reader_storage.sniff_storage(Head(path=DATA, data=b"", is_dir=True)) == 0.95
+    assert reader_storage.sniff_storage(Head(path=tmp_path, data=b"", is_dir=True)) == 0.0
 
 
 def test_detected(db: Path) -> None:
@@ -662,7 +665,7 @@ def test_session_rows_with_a_data_column(tmp_path: Path) -> None:
 def test_unreadable_with_mode_ro_is_read_from_a_copy(
     db: Path, monkeypatch: pytest.MonkeyPatch, fails: str
 ) -> None:
-    real = opencode._connect
+    real = sqlite._connect
     uris: list[str] = []
 
     def refuse_ro(uri: str, folder: Path | None = None) -> sqlite3.Connection:
@@ -674,11 +677,11 @@ def test_unreadable_with_mode_ro_is_read_from_a_copy(
             con.close()  # its first query fails
         return con
 
-    monkeypatch.setattr(opencode, "_connect", refuse_ro)
-    con, note = opencode.open_sqlite_readonly(db)
+    monkeypatch.setattr(sqlite, "_connect", refuse_ro)
+    con, note = sqlite.open_sqlite_readonly(db)
     try:
         assert note is not None and note.startswith("read from a private copy")
-        assert "session" in opencode.sqlite_tables(con)
+        assert "session" in sqlite.sqlite_tables(con)
     finally:
         con.close()
     assert uris[0].endswith("?mode=ro") and str(db.parent) in uris[0]

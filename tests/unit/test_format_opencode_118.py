@@ -12,6 +12,10 @@ from typing import Any
 
 import pytest
 
+from ctx_inspect.agents.opencode.reader_data import read_data, sniff_data
+from ctx_inspect.agents.opencode.reader_db import read_database
+from ctx_inspect.agents.opencode.reader_log import sniff_log
+from ctx_inspect.agents.opencode.reader_run import OpenCodeRunParser, sniff_run
 from ctx_inspect.cli import main
 from ctx_inspect.core.model import (
     Compacted,
@@ -27,9 +31,6 @@ from ctx_inspect.core.model import (
 )
 from ctx_inspect.core.session import Session
 from ctx_inspect.formats import registry
-from ctx_inspect.formats.opencode import read_database, sniff_log
-from ctx_inspect.formats.opencode_data import read_data, sniff_data
-from ctx_inspect.formats.opencode_run import OpenCodeRunParser, sniff_run
 from ctx_inspect.formats.registry import Head
 from tests.unit.test_format_opencode import build_db, kinds, of_type, read_log
 

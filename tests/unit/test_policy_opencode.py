@@ -8,6 +8,16 @@ from collections.abc import Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ctx_inspect.agents.opencode.policy import (
+    COMPACTION_REQUEST_TEXT,
+    CONTINUE_TEXT,
+    POLICY,
+    OpenCodePolicy,
+    model_json_chars,
+    scan,
+    select_tail,
+)
+from ctx_inspect.agents.opencode.profile import OpenCodeProfile
 from ctx_inspect.core.model import Message, MessageKind, Part, PartType, RequestRejected, Role
 from ctx_inspect.core.policies import policy_for
 from ctx_inspect.core.policies.base import (
@@ -17,16 +27,6 @@ from ctx_inspect.core.policies.base import (
     ItemStatus,
     full_changes,
 )
-from ctx_inspect.core.policies.opencode import (
-    COMPACTION_REQUEST_TEXT,
-    CONTINUE_TEXT,
-    POLICY,
-    OpenCodePolicy,
-    model_json_chars,
-    scan,
-    select_tail,
-)
-from ctx_inspect.core.profiles import OpenCodeProfile
 
 PROFILE = OpenCodeProfile()
 PRUNING = OpenCodeProfile(prune=True)  # compaction.prune: true (off by default in 1.18)

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from ctx_inspect.agents.opencode.profile import OpenCodeProfile
 from ctx_inspect.core.model import Message, Part, PartType, Role
 from ctx_inspect.core.profiles import (
     CLAUDE_CODE_AUTOCOMPACT,
@@ -19,7 +20,6 @@ from ctx_inspect.core.profiles import (
     CodexProfile,
     FifthProfile,
     GoAgentProfile,
-    OpenCodeProfile,
     Profile,
     default_profile,
     make_profile,

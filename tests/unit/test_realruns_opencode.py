@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from ctx_inspect.agents.opencode.reader_log import OpenCodeLogParser
 from ctx_inspect.cli import main
 from ctx_inspect.core.model import Pruned
-from ctx_inspect.formats.opencode import OpenCodeLogParser
 from tests.corpus import real_runs
 
 RUN = "prune-autocompact-serve"

@@ -28,6 +28,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import cast
 
+from ctx_inspect.agents.opencode.policy import PARTS_NOT_SHOWN
+from ctx_inspect.agents.opencode.reader_db import DB_SPEC, read_database
+from ctx_inspect.agents.opencode.reader_log import LOG_SPEC, OpenCodeLogParser, sniff_log
+from ctx_inspect.agents.opencode.reader_run import RUN_SPEC, OpenCodeRunParser
+from ctx_inspect.agents.opencode.reader_storage import STORAGE_SPEC, read_storage
 from ctx_inspect.core.model import (
     Event,
     LogLine,
@@ -38,20 +43,9 @@ from ctx_inspect.core.model import (
     Role,
     SessionInfo,
 )
-from ctx_inspect.core.policies.opencode import PARTS_NOT_SHOWN
 from ctx_inspect.formats.base import read_file
-from ctx_inspect.formats.opencode import (
-    DB_SPEC,
-    LOG_SPEC,
-    STORAGE_SPEC,
-    OpenCodeLogParser,
-    db_issue,
-    read_database,
-    read_storage,
-    sniff_log,
-)
-from ctx_inspect.formats.opencode_run import RUN_SPEC, OpenCodeRunParser
 from ctx_inspect.formats.registry import FormatSpec, Head, SnapshotSession, read_head, register
+from ctx_inspect.formats.sqlite import db_issue
 
 DB_NAME = "opencode.db"
 PRUNE_WINDOW_MS = 5_000  # a logged prune and the parts it marked

@@ -32,6 +32,13 @@ from typing import Any
 
 import orjson
 
+from ctx_inspect.agents.opencode.records import (
+    count_label,
+    opencode_count,
+    opencode_usage,
+    rejection,
+    tool_messages,
+)
 from ctx_inspect.core.model import (
     Compacted,
     Event,
@@ -50,13 +57,6 @@ from ctx_inspect.core.model import (
 )
 from ctx_inspect.formats.base import LineParser
 from ctx_inspect.formats.chat_common import as_str, compact_json, iso_time
-from ctx_inspect.formats.opencode import (
-    count_label,
-    opencode_count,
-    opencode_usage,
-    rejection,
-    tool_messages,
-)
 from ctx_inspect.formats.registry import FormatSpec, Head, register
 
 RUN_TYPES = frozenset({"step_start", "step_finish", "text", "reasoning", "tool_use", "error"})

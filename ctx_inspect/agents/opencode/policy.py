@@ -39,6 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from ctx_inspect.agents.opencode.profile import OpenCodeProfile
 from ctx_inspect.core.estimate import estimate_text
 from ctx_inspect.core.model import Message, MessageKind, Part, PartType, RequestRejected, Role
 from ctx_inspect.core.policies.base import (
@@ -64,13 +65,13 @@ from ctx_inspect.core.policies.generic import (
     rebuild,
     require,
 )
-from ctx_inspect.core.profiles import OpenCodeProfile, Profile
+from ctx_inspect.core.profiles import Profile
 
 if TYPE_CHECKING:
     from ctx_inspect.core.replay import Decision, Situation
 
 NAME = "opencode"
-COMPACTION_REQUEST_TEXT = "What did we do so far?"
+COMPACTION_REQUEST_TEXT = "What did we do so far?"  # what a compaction part becomes for the model
 # the reason of a prune the files report without the parts it marked (a log beside stdouts)
 PARTS_NOT_SHOWN = "prune (the outputs it marked are not in these files)"
 CONTINUE_TEXT = (
