@@ -33,7 +33,6 @@ AIAGENT_SCHEMA_FACTOR = 2.09  # context-guard.ts estimateToolSchemaTokens
 GOAGENT_IMAGE_CHARS = 4800  # compact.go: an image counts as 4800 chars (1200 tokens)
 FIFTH_EXACT_MIN_BYTES = 1000  # main.fs count-tokens: tiktoken only above 1000 chars
 EXACT_MESSAGE_OVERHEAD = 3  # Chat Completions framing per message (transcripts.md 3.4)
-CLAUDE_CODE_MEDIA_TOKENS = 2_000  # roughTokenCountEstimationForBlock: an image or a document
 
 _CONTENT_PARTS = frozenset({PartType.TEXT, PartType.TOOL_RESULT, PartType.ATTACHMENT})
 
@@ -370,29 +369,6 @@ def _fifth_text(text: str, counter: Counter | None) -> int:
 
 
 # --------------------------------------------------------------------------------------------
-# Claude Code (roughTokenCountEstimation: Math.round(length / 4), per content block)
-
-
-def _js_round_quarter(text: str) -> int:
-    """``Math.round(text.length / 4)``: UTF-16 units, halves rounded up."""
-    size = len(text) if text.isascii() else _js_len(text)
-    return (size + 2) // 4
-
-
-def claude_code_part(part: Part) -> int:
-    """One content block as Claude Code estimates it: its text (a thinking block's thinking, a
-    tool result's content), a tool call's name followed by its input as JSON, 2,000 for an
-    image or a document, the JSON of any other block."""
-    if part.type is PartType.TOOL_CALL:
-        return _js_round_quarter((part.tool_name or "") + (part.arguments or "{}"))
-    if part.type is PartType.IMAGE or (part.type is PartType.ATTACHMENT and part.media_type):
-        return CLAUDE_CODE_MEDIA_TOKENS
-    if part.type is PartType.THINKING and not part.text and part.data_bytes:
-        return (part.data_bytes + 2) // 4  # redacted thinking: its data
-    return _js_round_quarter(part.text)
-
-
-# --------------------------------------------------------------------------------------------
 # Seed 001, the generic guide (astuces/03-context-management.md estimate_tokens)
 
 
@@ -525,11 +501,6 @@ CODEX = Rule(
     "codex",
     lambda m, c: _ceil_div(_codex_item_bytes(m), 4),
     lambda t, c: _ceil_div(utf8_len(t), 4),
-)
-CLAUDE_CODE = Rule(
-    "claude-code",
-    lambda m, c: sum(claude_code_part(p) for p in m.parts),
-    lambda t, c: _js_round_quarter(t),
 )
 
 # --------------------------------------------------------------------------------------------

@@ -15,6 +15,9 @@ import orjson
 import pytest
 from pydantic import BaseModel
 
+from ctx_inspect.agents.claude_code import reader, records
+from ctx_inspect.agents.claude_code.reader import ClaudeCodeParser, expand, sniff
+from ctx_inspect.agents.claude_code.reader_stream import ClaudeCodeStreamParser, sniff_stream
 from ctx_inspect.app.config import build_profile
 from ctx_inspect.app.loader import load_session, open_inputs
 from ctx_inspect.core.model import (
@@ -39,9 +42,7 @@ from ctx_inspect.core.model import (
 from ctx_inspect.core.packed import make_span
 from ctx_inspect.core.session import Flag, Session
 from ctx_inspect.core.stats import RunFacts, summarize
-from ctx_inspect.formats import base, claude_code, registry
-from ctx_inspect.formats.claude_code import ClaudeCodeParser, expand, sniff
-from ctx_inspect.formats.claude_code_stream import ClaudeCodeStreamParser, sniff_stream
+from ctx_inspect.formats import base, registry
 from ctx_inspect.formats.registry import Head, read_head
 
 DATA = Path(__file__).parents[1] / "data" / "claude_code"
@@ -260,7 +261,7 @@ def test_metadata_and_unknown_lines_are_short_log_lines() -> None:
     errors = [e for e in of_type(events, LogLine) if e.level == "error"]
     assert [e.text for e in errors] == ["api_error: API Error: 529 Overloaded"]
     assert not issues(events)
-    assert "unknown types are kept as log lines" in " ".join((claude_code.__doc__ or "").split())
+    assert "unknown types are kept as log lines" in " ".join((reader.__doc__ or "").split())
 
 
 def test_session_info() -> None:
@@ -806,7 +807,7 @@ def test_builders_make_the_same_objects_as_validation() -> None:
     data = {"timestamp": None, "span": span, "type": "log", "text": "x", "level": None, "tag": "t"}
     log = base.trusted(LogLine, data)
     assert log == LogLine(text="x", tag="t", span=span) and repr(log) == repr(LogLine(**data))
-    part = claude_code._part(PartType.TEXT, "hi")
+    part = records.make_part(PartType.TEXT, "hi")
     assert part == Part(type=PartType.TEXT, text="hi")
     copy = log.model_copy(update={"text": "y"})
     assert copy.text == "y" and log.text == "x"  # the shared fields-set is not written to

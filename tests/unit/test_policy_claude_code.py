@@ -8,10 +8,7 @@ from collections.abc import Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctx_inspect.core.model import Message, MessageKind, Part, PartType, RequestRejected, Role
-from ctx_inspect.core.policies import policy_for
-from ctx_inspect.core.policies.base import Action, ContextItem, ItemStatus, full_changes
-from ctx_inspect.core.policies.claude_code import (
+from ctx_inspect.agents.claude_code.policy import (
     MICROCOMPACT_KEEP_RECENT,
     POLICY,
     SUMMARY_PREFIX,
@@ -20,7 +17,10 @@ from ctx_inspect.core.policies.claude_code import (
     idle_minutes,
     preserved_tail,
 )
-from ctx_inspect.core.profiles import ClaudeCodeProfile
+from ctx_inspect.agents.claude_code.profile import ClaudeCodeProfile
+from ctx_inspect.core.model import Message, MessageKind, Part, PartType, RequestRejected, Role
+from ctx_inspect.core.policies import policy_for
+from ctx_inspect.core.policies.base import Action, ContextItem, ItemStatus, full_changes
 from ctx_inspect.core.replay import Decision, Situation
 
 PROFILE = ClaudeCodeProfile()

@@ -10,13 +10,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from ctx_inspect.agents.claude_code.profile import CLAUDE_CODE_AUTOCOMPACT, ClaudeCodeProfile
 from ctx_inspect.agents.opencode.profile import OpenCodeProfile
 from ctx_inspect.core.model import Message, Part, PartType, Role
 from ctx_inspect.core.profiles import (
-    CLAUDE_CODE_AUTOCOMPACT,
     AiAgentProfile,
     BaseAgentProfile,
-    ClaudeCodeProfile,
     CodexProfile,
     FifthProfile,
     GoAgentProfile,

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from ctx_inspect.agents.claude_code.reader import ClaudeCodeParser
 from ctx_inspect.app.config import build_profile
 from ctx_inspect.app.loader import chars_estimate, load_session
 from ctx_inspect.core.model import (
@@ -38,7 +39,6 @@ from ctx_inspect.core.session import MessageEntry, Session
 from ctx_inspect.core.stats import RunFacts, _zones, summarize
 from ctx_inspect.formats import base, registry
 from ctx_inspect.formats.base import read_file
-from ctx_inspect.formats.claude_code import ClaudeCodeParser
 from ctx_inspect.sources.reader import read_span
 
 DATA = Path(__file__).parents[1] / "data" / "claude_code"

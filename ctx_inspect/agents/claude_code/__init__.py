@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from ctx_inspect.agents.claude_code.estimate import CLAUDE_CODE
+from ctx_inspect.agents.claude_code.policy import POLICY
+from ctx_inspect.agents.claude_code.profile import ClaudeCodeProfile
 from ctx_inspect.core.agents import Agent, Knob, const, times
-from ctx_inspect.core.estimate import CLAUDE_CODE
-from ctx_inspect.core.policies.claude_code import POLICY
-from ctx_inspect.core.profiles import ClaudeCodeProfile
 
 AGENT = Agent(
     "claude-code",
@@ -19,7 +19,7 @@ AGENT = Agent(
         Knob("context_window", +1, times(8)),
     ),
     formats=(
-        "ctx_inspect.formats.claude_code",
-        "ctx_inspect.formats.claude_code_stream",
+        "ctx_inspect.agents.claude_code.reader",
+        "ctx_inspect.agents.claude_code.reader_stream",
     ),
 )

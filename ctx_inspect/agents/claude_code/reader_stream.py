@@ -6,24 +6,20 @@ no tree, a ``system``/``init`` line per invocation, ``system`` lines of the CLI'
 (``status`` compacting, ``compact_boundary`` with ``compact_metadata.pre_tokens``,
 ``task_started``, ``api_retry``) and a final ``result`` whose ``modelUsage`` gives the model's
 window and max output as the CLI resolved them. The reading itself is the session reader's
-(``ClaudeCodeParser`` with ``stream_json``): only the envelope differs. Sub-agent lines (those
-with ``parent_tool_use_id``) get the thread ``agent-<agent_id>``.
+(``reader.ClaudeCodeParser`` with ``stream_json``): only the envelope differs. Sub-agent lines
+(those with ``parent_tool_use_id``) get the thread ``agent-<agent_id>``.
 
 ``--merge`` of a run's streams (the session file, its sub-agent files, this stdout, one per
-invocation) is ``claude_code.merge_streams``: one session, each record once.
+invocation) is ``merge.merge_streams``: one session, each record once.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ctx_inspect.formats.claude_code import (
-    BOM,
-    STREAM_TYPES,
-    ClaudeCodeParser,
-    merge_streams,
-    parsed_head,
-)
+from ctx_inspect.agents.claude_code.merge import merge_streams
+from ctx_inspect.agents.claude_code.reader import ClaudeCodeParser, parsed_head
+from ctx_inspect.agents.claude_code.records import BOM, STREAM_TYPES
 from ctx_inspect.formats.registry import FormatSpec, Head, register
 
 

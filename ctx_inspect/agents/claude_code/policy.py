@@ -40,6 +40,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from ctx_inspect.agents.claude_code.profile import ClaudeCodeProfile
 from ctx_inspect.core.model import Message, PartType, RequestRejected, Role
 from ctx_inspect.core.policies.base import (
     Action,
@@ -63,7 +64,7 @@ from ctx_inspect.core.policies.generic import (
     rebuild,
     require,
 )
-from ctx_inspect.core.profiles import ClaudeCodeProfile, Profile
+from ctx_inspect.core.profiles import Profile
 
 if TYPE_CHECKING:
     from ctx_inspect.core.replay import Decision, Situation
