@@ -1,5 +1,5 @@
-"""Reading a Claude Code transcript without bodies (``stats --no-exact``; see
-``formats.base``), and ``ClaudeCodeParser``, the session reader that does it.
+"""Reading a Claude Code transcript without bodies (``stats --no-exact``; the two
+phases are ``formats.base``'s), and ``ClaudeCodeParser``, the session reader that does it.
 
 A line is read in two phases: ``_scan_line`` parses it and keeps what the session keeps of it
 (the message's text length, kind and tool, the line's ids, usage and log text, Claude Code's own
@@ -45,7 +45,7 @@ from ctx_inspect.formats.base import Item
 from ctx_inspect.formats.chat_common import compact_json
 
 # ------------------------------------------------------------------------------------------
-# Reading without bodies, phase one: a line to a record of plain values (see ``base``). What
+# Reading without bodies, phase one: a line to a record of plain values. What
 # the record keeps of a message is what the session keeps: ``len(Message.text)``, its kind and
 # tool; the cross-line parts (ids, the chain, responses, tool names) are done by
 # ``ClaudeCodeParser.apply_scanned``. Shapes this does not cover come back as None and are read
@@ -131,6 +131,14 @@ def _q_json(value: Any) -> int:
     return _q(compact_json(value))
 
 
+def _loose(block: Any) -> tuple[int, int]:
+    """(characters, estimate) of the part ``loose_part`` makes of a content item that is not a
+    block object."""
+    if isinstance(block, str):
+        return len(block), _q(block)
+    return _json_chars(block), _q_json(block)
+
+
 # ``len(Message.text)``: the text is its parts' non-empty pieces joined by newlines, so the
 # scanners sum the pieces' sizes and count them: the length is ``size + pieces - 1``.
 
@@ -177,13 +185,9 @@ def _scan_assistant(obj: dict[str, Any]) -> tuple[Any, ...] | None:
     elif isinstance(content, list):
         for block in content:
             if not isinstance(block, dict):
-                if isinstance(block, str):
-                    n = len(block)
-                    has_text = has_text or (n > 0 and not block.isspace())
-                    rough += _q(block)
-                else:
-                    n = _json_chars(block)
-                    rough += _q_json(block)
+                n, estimate = _loose(block)
+                rough += estimate
+                has_text = has_text or (isinstance(block, str) and n > 0 and not block.isspace())
                 if n:
                     size += n
                     pieces += 1
@@ -257,12 +261,8 @@ def _scan_user(obj: dict[str, Any]) -> tuple[Any, ...] | None:
     elif isinstance(content, list):
         for block in content:
             if not isinstance(block, dict):
-                if isinstance(block, str):
-                    n = len(block)
-                    rough += _q(block)
-                else:
-                    n = _json_chars(block)
-                    rough += _q_json(block)
+                n, estimate = _loose(block)
+                rough += estimate
                 if n:
                     size += n
                     pieces += 1
@@ -329,14 +329,14 @@ def _scan_user(obj: dict[str, Any]) -> tuple[Any, ...] | None:
 
 
 def _result_rough(content: Any) -> int:
-    """Claude Code's estimate of the parts ``ClaudeCodeParser._result_parts`` makes of a tool
+    """Claude Code's estimate of the parts ``LineReader._result_parts`` makes of a tool
     result's content that is neither a string nor null."""
     text, extra = result_content(content)
     return _q(text) + sum(map(claude_code_part, extra))
 
 
 def _result_pieces(content: Any) -> tuple[int, int]:
-    """(size, pieces) of the parts ``ClaudeCodeParser._result_parts`` makes of a tool result's
+    """(size, pieces) of the parts ``LineReader._result_parts`` makes of a tool result's
     content that is neither a string nor null."""
     if not isinstance(content, list):
         return _json_chars(content), 1
@@ -403,7 +403,7 @@ class ClaudeCodeParser(LineReader):
 
     format_name = SESSION_FORMAT
 
-    # -- reading without bodies (two phases; see ``base``) -----------------------------------
+    # -- reading without bodies, phase two ----------------------------------------------------
 
     two_phase = True
     scan_line = staticmethod(_scan_line)

@@ -29,6 +29,7 @@ from ctx_inspect.agents.claude_code.records import (
     document_part,
     image_part,
     log_event,
+    loose_part,
     make_part,
     metadata_text,
     positive_int,
@@ -251,11 +252,7 @@ class LineReader(EnvelopeReader):
         parts: list[Part] = []
         for block in content:
             if not isinstance(block, dict):
-                parts.append(
-                    make_part(PartType.TEXT, block)
-                    if isinstance(block, str)
-                    else unknown_block(block)
-                )
+                parts.append(loose_part(block))
                 continue
             btype = text_or_none(block.get("type"))  # a list would not even hash
             if btype == "text":
@@ -328,11 +325,7 @@ class LineReader(EnvelopeReader):
         results: list[str] = []
         for block in content:
             if not isinstance(block, dict):
-                parts.append(
-                    make_part(PartType.TEXT, block)
-                    if isinstance(block, str)
-                    else unknown_block(block)
-                )
+                parts.append(loose_part(block))
                 continue
             btype = block.get("type")
             if btype == "text":

@@ -120,7 +120,7 @@ def usage_key(raw: Any) -> tuple[int, int, int, int] | None:
 
 # ------------------------------------------------------------------------------------------
 # Events built without validation: every field given, in field order, from values made here
-# (the reader's hot path; see ``base.trusted``).
+# (the readers' hot path; see ``formats.base.trusted``).
 
 
 def make_part(
@@ -266,6 +266,12 @@ def document_part(block: dict[str, Any]) -> Part:
 
 def unknown_block(block: Any) -> Part:
     return Part(type=PartType.ATTACHMENT, text=compact_json(block))
+
+
+def loose_part(block: Any) -> Part:
+    """An item of a content list that is not a block object: a string as its text, anything
+    else as its JSON."""
+    return make_part(PartType.TEXT, block) if isinstance(block, str) else unknown_block(block)
 
 
 def result_content(content: Any) -> tuple[str, list[Part]]:
