@@ -48,7 +48,7 @@ from ctx_inspect.core.model import (  # noqa: E402
     Usage,
     UsageReported,
 )
-from ctx_inspect.core.profiles import PROFILE_NAMES, Profile  # noqa: E402
+from ctx_inspect.core.profiles import Profile, profile_names  # noqa: E402
 from ctx_inspect.core.replay import replay  # noqa: E402
 from ctx_inspect.core.summarize import LocalSummarizer, forget_memos  # noqa: E402
 from ctx_inspect.core.sweep import grid  # noqa: E402
@@ -171,7 +171,7 @@ def bench_replay(
 ) -> list[tuple[str, float, int, int]]:
     path = generate(DATA / f"engine-{messages}.jsonl", messages)
     rows = []
-    for name in profiles or PROFILE_NAMES:
+    for name in profiles or profile_names():
         opened = open_inputs([path], partial(_profile_named, name), count_exact=False)
         loaded = opened[0]
         profile = loaded.profile
@@ -239,7 +239,7 @@ def main() -> int:
     parser.add_argument("--messages", type=int, default=10_000)
     parser.add_argument("--sweep-messages", type=int, default=5_000)
     parser.add_argument("--combinations", type=int, default=100)
-    parser.add_argument("--profiles", nargs="+", choices=PROFILE_NAMES, help="replay these only")
+    parser.add_argument("--profiles", nargs="+", choices=profile_names(), help="replay these only")
     args = parser.parse_args()
     ok = True
     if args.only in (None, "replay"):
