@@ -25,8 +25,6 @@ from ctx_inspect.core.model import Message, Part, PartType, Role
 
 GENERIC_RULES: tuple[str, ...] = ("exact", "chars4")  # every other rule is an agent's own
 
-BASEAGENT_IMAGE_TOKENS = 1000  # compaction.py: an image_url part counts ~1000 tokens
-BASEAGENT_MESSAGE_OVERHEAD = 4  # compaction.py: role overhead per message
 AIAGENT_MESSAGE_OVERHEAD = 4  # tokenizer-registry.ts MESSAGE_OVERHEAD_TOKENS
 AIAGENT_TOOL_CALL_OVERHEAD = 2  # tokenizer-registry.ts TOOL_CALL_OVERHEAD_TOKENS
 AIAGENT_SCHEMA_FACTOR = 2.09  # context-guard.ts estimateToolSchemaTokens
@@ -210,18 +208,6 @@ def _parse_arguments(arguments: str | None) -> tuple[bool, object]:
         return True, _normalise_numbers(json.loads(arguments))
     except ValueError:
         return False, arguments
-
-
-# --------------------------------------------------------------------------------------------
-# BaseAgent (src/core/compaction.py)
-
-
-def _baseagent_message(message: Message) -> int:
-    tokens = sum(len(text) // 4 for text in _content_texts(message))
-    tokens += BASEAGENT_IMAGE_TOKENS * message.image_count
-    for call in _tool_calls(message):
-        tokens += len(call.tool_name or "") // 4 + len(call.arguments or "") // 4
-    return tokens + BASEAGENT_MESSAGE_OVERHEAD
 
 
 # --------------------------------------------------------------------------------------------
@@ -512,7 +498,6 @@ EXACT = Rule(
 CHARS4 = Rule("chars4", lambda m, c: _chars4(m.text), _chars4)
 _GENERIC: dict[str, agents.Estimator] = {"exact": EXACT, "chars4": CHARS4}
 
-BASEAGENT = Rule("baseagent", lambda m, c: _baseagent_message(m), lambda t, c: len(t) // 4)
 AIAGENT = Rule("aiagent", _aiagent_message, _aiagent_text, True, _aiagent_list)
 GOAGENT = Rule("goagent", lambda m, c: _goagent_message(m), lambda t, c: _ceil_div(utf8_len(t), 4))
 FIFTH = Rule("fifth", lambda m, c: _fifth_text(m.text, c), _fifth_text, uses_counter=True)
@@ -536,3 +521,6 @@ CLAUDE_CODE = Rule(
 # Measures for the agents' own rules
 
 js_len = _js_len  # JavaScript ``String.length``: UTF-16 code units
+content_texts = _content_texts  # the texts of the content parts (text, tool result, attachment)
+tool_calls = _tool_calls  # the tool-call parts
+ceil_div = _ceil_div  # integer division rounded up

@@ -229,51 +229,6 @@ class Profile(BaseModel):
 
 
 # ------------------------------------------------------------------------------------------
-# BaseAgent (seed 000): src/core/compaction.py module constants
-
-
-class BaseAgentProfile(Profile):
-    name: str = "baseagent"
-    agent: Literal["baseagent"] = "baseagent"
-    description: str = "BaseAgent (SuperAgent): chars/4 estimate, compaction above 85% of 168k"
-    context_window: Tokens = 200_000  # MODEL_CONTEXT_LIMIT
-    estimator: str = "baseagent"
-    output_reserve: Tokens = 32_000  # OUTPUT_TOKEN_MAX
-    compact_ratio: Ratio = 0.85  # AUTO_COMPACT_THRESHOLD, of the usable window
-    prune_protect: Tokens = 40_000  # PRUNE_PROTECT (strict >)
-    prune_minimum: Tokens = 20_000  # PRUNE_MINIMUM (strict >)
-    protect_last_turns: Tokens = 2  # prune_old_tool_outputs(protect_last_turns=2)
-    summary_max_tokens: Tokens = 4096  # run_compaction max_tokens
-    tool_output_max_tokens: Tokens = 2500  # CONFIG max_output_tokens, middle-out truncation
-    tool_output_bytes_per_token: Annotated[int, Field(gt=0)] = 4  # truncate.py, UTF-8 bytes
-    max_iterations: Tokens = 200  # CONFIG max_iterations
-
-    threshold_strict: ClassVar[bool] = True
-
-    def usable(self) -> int:
-        return max(0, self.context_window - self.output_reserve)
-
-    def limit_parts(self) -> LimitParts:
-        return LimitParts(window=self.context_window, buffer=0, max_output=self.output_reserve)
-
-    def threshold(self) -> int:
-        # is_overflow: total > usable * 0.85, computed in floating point like the agent.
-        return math.floor(self.usable() * self.compact_ratio)
-
-    def threshold_formula(self) -> str:
-        return (
-            f"{self.compact_ratio} x (window {self.context_window:,} - output reserve "
-            f"{self.output_reserve:,} = {self.usable():,}), acting above it"
-        )
-
-    def derived(self) -> dict[str, object]:
-        return {"usable": self.usable(), "tool_output_max_bytes": self.tool_output_max_bytes()}
-
-    def tool_output_max_bytes(self) -> int:
-        return self.tool_output_max_tokens * self.tool_output_bytes_per_token
-
-
-# ------------------------------------------------------------------------------------------
 # Seed 001: the generic "guide" (astuces/03-context-management.md); no real tool runs it
 
 

@@ -10,12 +10,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from ctx_inspect.agents.baseagent.profile import BaseAgentProfile
 from ctx_inspect.agents.opencode.profile import OpenCodeProfile
 from ctx_inspect.core.model import Message, Part, PartType, Role
 from ctx_inspect.core.profiles import (
     CLAUDE_CODE_AUTOCOMPACT,
     AiAgentProfile,
-    BaseAgentProfile,
     ClaudeCodeProfile,
     CodexProfile,
     FifthProfile,
