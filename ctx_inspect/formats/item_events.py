@@ -162,18 +162,26 @@ class ItemEventsParser(LineParser):
         failed = item.get("status") == "failed" or (
             isinstance(exit_code, int) and not isinstance(exit_code, bool) and exit_code != 0
         )
-        message = Message(
-            id=f"{item_id}:result",
-            role=Role.TOOL,
-            kind=MessageKind.TOOL_RESULT,
-            parts=(
-                Part(
-                    type=PartType.TOOL_RESULT,
-                    text=output if isinstance(output, str) else "",
-                    tool_name=command or None,
-                    call_id=item_id,
-                    is_error=failed,
-                ),
+        text = output if isinstance(output, str) else ""
+        return tool_result(item_id, text, command or None, failed, span)
+
+
+def tool_result(
+    item_id: str, text: str, tool_name: str | None, failed: bool, span: SourceSpan
+) -> MessageAdded:
+    """The result of the tool call ``item_id`` (its id ``<item id>:result``)."""
+    message = Message(
+        id=f"{item_id}:result",
+        role=Role.TOOL,
+        kind=MessageKind.TOOL_RESULT,
+        parts=(
+            Part(
+                type=PartType.TOOL_RESULT,
+                text=text,
+                tool_name=tool_name,
+                call_id=item_id,
+                is_error=failed,
             ),
-        )
-        return MessageAdded(message=message, span=span)
+        ),
+    )
+    return MessageAdded(message=message, span=span)

@@ -11,13 +11,13 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from ctx_inspect.agents.baseagent.profile import BaseAgentProfile
+from ctx_inspect.agents.codex.profile import CodexProfile
 from ctx_inspect.agents.opencode.profile import OpenCodeProfile
 from ctx_inspect.core.model import Message, Part, PartType, Role
 from ctx_inspect.core.profiles import (
     CLAUDE_CODE_AUTOCOMPACT,
     AiAgentProfile,
     ClaudeCodeProfile,
-    CodexProfile,
     FifthProfile,
     GoAgentProfile,
     Profile,

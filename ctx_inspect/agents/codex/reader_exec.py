@@ -26,7 +26,6 @@ from ctx_inspect.core.model import (
     Event,
     Message,
     MessageAdded,
-    MessageKind,
     Part,
     PartType,
     RequestRejected,
@@ -35,7 +34,7 @@ from ctx_inspect.core.model import (
     SourceSpan,
 )
 from ctx_inspect.formats.base import compact_json, shown
-from ctx_inspect.formats.item_events import ItemEventsParser
+from ctx_inspect.formats.item_events import ItemEventsParser, tool_result
 from ctx_inspect.formats.registry import FormatSpec, Head, register
 
 _TOOL_ITEMS = ("mcp_tool_call", "file_change", "web_search")
@@ -107,22 +106,8 @@ class CodexExecParser(ItemEventsParser):
             call = []
         result = item.get("result", item.get("error", item.get("changes")))
         text = result if isinstance(result, str) else compact_json(result)
-        message = Message(
-            id=f"{item_id}:result",
-            role=Role.TOOL,
-            kind=MessageKind.TOOL_RESULT,
-            parts=(
-                Part(
-                    type=PartType.TOOL_RESULT,
-                    text=text,
-                    tool_name=str(name),
-                    call_id=item_id,
-                    is_error=item.get("status") == "failed",
-                ),
-            ),
-        )
         self._after_text = False
-        return [*call, MessageAdded(message=message, span=span)]
+        return [*call, tool_result(item_id, text, str(name), item.get("status") == "failed", span)]
 
 
 def _arguments(arguments: dict[str, Any]) -> str:
