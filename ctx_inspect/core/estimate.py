@@ -379,14 +379,6 @@ def claude_code_part(part: Part) -> int:
 
 
 # --------------------------------------------------------------------------------------------
-# Seed 001, the generic guide (astuces/03-context-management.md estimate_tokens)
-
-
-def _guide_text(text: str) -> int:
-    return len(text) // 4 + 1 if text else 0
-
-
-# --------------------------------------------------------------------------------------------
 # Our own count
 
 
@@ -436,11 +428,6 @@ _GENERIC: dict[str, agents.Estimator] = {"exact": EXACT, "chars4": CHARS4}
 AIAGENT = Rule("aiagent", _aiagent_message, _aiagent_text, True, _aiagent_list)
 GOAGENT = Rule("goagent", lambda m, c: _goagent_message(m), lambda t, c: _ceil_div(utf8_len(t), 4))
 FIFTH = Rule("fifth", lambda m, c: _fifth_text(m.text, c), _fifth_text, uses_counter=True)
-GUIDE = Rule(
-    "guide",
-    lambda m, c: sum(_guide_text(t) for t in _content_texts(m)),
-    lambda t, c: _guide_text(t),
-)
 CLAUDE_CODE = Rule(
     "claude-code",
     lambda m, c: sum(claude_code_part(p) for p in m.parts),

@@ -229,58 +229,6 @@ class Profile(BaseModel):
 
 
 # ------------------------------------------------------------------------------------------
-# Seed 001: the generic "guide" (astuces/03-context-management.md); no real tool runs it
-
-
-class GuideProfile(Profile):
-    name: str = "guide"
-    agent: Literal["guide"] = "guide"
-    description: str = "The BaseAgent guide's generic recipe: prune at 70%, compact at 85% of 180k"
-    context_window: Tokens = 180_000  # MAX_CONTEXT_TOKENS
-    estimator: str = "guide"
-    prune_ratio: Ratio = 0.70  # PRUNE_THRESHOLD
-    compact_ratio: Ratio = 0.85  # COMPACT_THRESHOLD
-    critical_ratio: Ratio = 0.95  # CRITICAL_THRESHOLD (declared, never used by the recipe)
-    keep_last_first: Tokens = 5  # prune_tool_outputs(keep_last=5) above 70%
-    keep_last_second: Tokens = 2  # prune_tool_outputs(keep_last=2) above 85%
-    keep_recent_messages: Tokens = 4  # compact_messages keeps system + summary + last 4
-    truncate_max_bytes: Tokens = 50_000  # middle_out_truncate(max_bytes=50000)
-
-    threshold_strict: ClassVar[bool] = True
-    warning_field: ClassVar[str] = "prune_ratio"
-
-    @model_validator(mode="after")
-    def _ordered(self) -> GuideProfile:
-        if not self.prune_ratio <= self.compact_ratio <= self.critical_ratio:
-            raise ValueError("prune_ratio <= compact_ratio <= critical_ratio must hold")
-        return self
-
-    def limit_parts(self) -> LimitParts:
-        return LimitParts(window=self.context_window, buffer=0, max_output=0)
-
-    def threshold(self) -> int:
-        return math.floor(self.context_window * self.compact_ratio)  # current > max × 0.85
-
-    def prune_above(self) -> int:
-        """Stage 1 (prune, keep 5) runs when tokens > this: ``current > max × 0.70``."""
-        return math.floor(self.context_window * self.prune_ratio)
-
-    def prune_threshold(self) -> int | None:
-        return self.prune_above()
-
-    def critical_above(self) -> int:
-        return math.floor(self.context_window * self.critical_ratio)
-
-    def warning_threshold(self) -> int:
-        # The first count at which stage 1 (prune, keep 5) fires: strictly above 70%.
-        # In floating point 180000 × 0.7 is 125999.99999999999, so that is 126,000.
-        return self.prune_above() + 1
-
-    def derived(self) -> dict[str, object]:
-        return {"prune_above": self.prune_above(), "critical_above": self.critical_above()}
-
-
-# ------------------------------------------------------------------------------------------
 # netdata ai-agent (seed 002): src/context-guard.ts
 
 
