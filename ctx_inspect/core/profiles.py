@@ -54,7 +54,7 @@ Tokens = Annotated[int, Field(ge=0)]
 Ratio = Annotated[float, Field(gt=0, le=1)]
 
 
-def _ceil_ratio(ratio: float, tokens: int) -> int:
+def ceil_ratio(ratio: float, tokens: int) -> int:
     """ceil(ratio × tokens) in exact decimal arithmetic (0.8 × 142800 is 114240, not 114241)."""
     return math.ceil(Fraction(repr(ratio)) * tokens)
 
@@ -139,7 +139,7 @@ class Profile(BaseModel):
 
     def warning_threshold(self) -> int:
         """The first token count in the warning zone."""
-        return _ceil_ratio(self.warning_ratio, self.threshold())
+        return ceil_ratio(self.warning_ratio, self.threshold())
 
     def prune_threshold(self) -> int | None:
         """The count above which the agent prunes, or None when its prune does not depend on
@@ -651,35 +651,6 @@ class ClaudeCodeProfile(Profile):
             "measure": self.measure_basis(),
             "autocompact_rule": self.rule().source,
         }
-
-
-# ------------------------------------------------------------------------------------------
-# Plain chat arrays and agents we do not know
-
-
-class GenericProfile(Profile):
-    name: str = "generic"
-    agent: Literal["generic"] = "generic"
-    description: str = "Plain chat arrays, unknown agents: warn at 70%, overflow above 90%"
-    context_window: Tokens = 128_000
-    estimator: str = "exact"
-    max_output_tokens: Tokens = 0
-    compact_ratio: Ratio = 0.90  # of the effective window, strict >
-    warning_window_ratio: Ratio = 0.70  # of the effective window
-
-    threshold_strict: ClassVar[bool] = True
-    warning_field: ClassVar[str] = "warning_window_ratio"
-
-    def limit_parts(self) -> LimitParts:
-        return LimitParts(window=self.context_window, buffer=0, max_output=self.max_output_tokens)
-
-    def threshold(self) -> int:
-        return math.floor(self.limit_parts().effective * self.compact_ratio)
-
-    def warning_threshold(self) -> int:
-        return min(
-            _ceil_ratio(self.warning_window_ratio, self.limit_parts().effective), self.threshold()
-        )
 
 
 # ------------------------------------------------------------------------------------------

@@ -16,10 +16,10 @@ from ctx_inspect.agents.baseagent.policy import (
     scan,
 )
 from ctx_inspect.agents.baseagent.profile import BaseAgentProfile
+from ctx_inspect.agents.generic.profile import GenericProfile
 from ctx_inspect.core.model import Message, MessageKind, Part, PartType, Role
 from ctx_inspect.core.policies import policy_for
 from ctx_inspect.core.policies.base import Action, ContextItem, ItemStatus, Policy, full_changes
-from ctx_inspect.core.profiles import GenericProfile
 
 PROFILE = BaseAgentProfile()
 
