@@ -25,8 +25,6 @@ from ctx_inspect.core.model import Message, Part, PartType, Role
 
 GENERIC_RULES: tuple[str, ...] = ("exact", "chars4")  # every other rule is an agent's own
 
-BASEAGENT_IMAGE_TOKENS = 1000  # compaction.py: an image_url part counts ~1000 tokens
-BASEAGENT_MESSAGE_OVERHEAD = 4  # compaction.py: role overhead per message
 AIAGENT_MESSAGE_OVERHEAD = 4  # tokenizer-registry.ts MESSAGE_OVERHEAD_TOKENS
 AIAGENT_TOOL_CALL_OVERHEAD = 2  # tokenizer-registry.ts TOOL_CALL_OVERHEAD_TOKENS
 AIAGENT_SCHEMA_FACTOR = 2.09  # context-guard.ts estimateToolSchemaTokens
@@ -212,18 +210,6 @@ def _parse_arguments(arguments: str | None) -> tuple[bool, object]:
 
 
 # --------------------------------------------------------------------------------------------
-# BaseAgent (src/core/compaction.py)
-
-
-def _baseagent_message(message: Message) -> int:
-    tokens = sum(len(text) // 4 for text in _content_texts(message))
-    tokens += BASEAGENT_IMAGE_TOKENS * message.image_count
-    for call in _tool_calls(message):
-        tokens += len(call.tool_name or "") // 4 + len(call.arguments or "") // 4
-    return tokens + BASEAGENT_MESSAGE_OVERHEAD
-
-
-# --------------------------------------------------------------------------------------------
 # netdata ai-agent (src/tokenizer-registry.ts, src/context-guard.ts)
 
 
@@ -369,11 +355,6 @@ def _fifth_text(text: str, counter: Counter | None) -> int:
 
 
 # --------------------------------------------------------------------------------------------
-# Seed 001, the generic guide (astuces/03-context-management.md estimate_tokens)
-
-
-def _guide_text(text: str) -> int:
-    return len(text) // 4 + 1 if text else 0
 
 
 # --------------------------------------------------------------------------------------------
@@ -384,71 +365,6 @@ def _exact_text(text: str, counter: Counter | None) -> int:
     if counter is not None:
         return counter.count(text)
     return _ceil_div(len(text), 4)
-
-
-# --------------------------------------------------------------------------------------------
-# OpenAI Codex CLI (codex-rs core/src/context_manager/history.rs estimate_item_token_count)
-
-CODEX_REASONING_DISCOUNT = 650  # estimate_reasoning_length: 3/4 of the encrypted bytes - 650
-CODEX_IMAGE_BYTES = 7_373  # RESIZED_IMAGE_BYTES_ESTIMATE: an inline image, whatever its size
-# each item Codex keeps carries its turn id: ,"internal_chat_message_metadata_passthrough":{...}
-_CODEX_ITEM_METADATA_BYTES = (
-    len(',"internal_chat_message_metadata_passthrough":{"turn_id":""}') + 36
-)
-
-
-def _codex_json_bytes(value: object) -> int:
-    """UTF-8 bytes of ``value`` as serde_json writes it (compact, non-ASCII as is)."""
-    return utf8_len(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
-
-
-def _codex_item_bytes(message: Message) -> int:
-    """The bytes Codex counts for the response item ``message`` was read from: the item as
-    Codex serializes it, rebuilt from the message (ids and the per-item metadata at their usual
-    size), with an inline image at a fixed size and encrypted reasoning discounted."""
-    if message.role is Role.SYSTEM:  # the base instructions: counted as text
-        return utf8_len(message.text)
-    images = sum(1 for p in message.parts if p.type is PartType.IMAGE)
-    item: dict[str, object]
-    first = message.parts[0] if message.parts else None
-    if first is not None and first.type is PartType.THINKING:
-        if first.data_bytes:
-            return max(0, first.data_bytes * 3 // 4 - CODEX_REASONING_DISCOUNT)
-        item = {
-            "type": "reasoning",
-            "id": message.id,
-            "summary": [{"type": "summary_text", "text": first.text}] if first.text else [],
-            "content": None,
-        }
-    elif first is not None and first.type is PartType.TOOL_CALL:
-        item = {
-            "type": "function_call",
-            "status": "completed",
-            "id": message.id,
-            "name": first.tool_name or "",
-            "arguments": first.arguments or "",
-            "call_id": first.call_id or "",
-        }
-    elif first is not None and first.type is PartType.TOOL_RESULT:
-        item = {
-            "type": "function_call_output",
-            "id": message.id,
-            "call_id": first.call_id or "",
-            "output": "\n".join(p.text for p in message.parts if p.text),
-        }
-    else:
-        output = message.role is Role.ASSISTANT
-        kind = "output_text" if output else "input_text"
-        content: list[dict[str, object]] = [
-            {"type": kind, "text": p.text, **({"annotations": []} if output else {})}
-            for p in message.parts
-            if p.type is not PartType.IMAGE
-        ]
-        item = {"type": "message", "id": message.id, "role": message.role.value}
-        if output:
-            item = {"type": "message", "status": "completed", "id": message.id, "role": "assistant"}
-        item["content"] = content
-    return _codex_json_bytes(item) + _CODEX_ITEM_METADATA_BYTES + images * CODEX_IMAGE_BYTES
 
 
 # --------------------------------------------------------------------------------------------
@@ -488,22 +404,14 @@ EXACT = Rule(
 CHARS4 = Rule("chars4", lambda m, c: _chars4(m.text), _chars4)
 _GENERIC: dict[str, agents.Estimator] = {"exact": EXACT, "chars4": CHARS4}
 
-BASEAGENT = Rule("baseagent", lambda m, c: _baseagent_message(m), lambda t, c: len(t) // 4)
 AIAGENT = Rule("aiagent", _aiagent_message, _aiagent_text, True, _aiagent_list)
 GOAGENT = Rule("goagent", lambda m, c: _goagent_message(m), lambda t, c: _ceil_div(utf8_len(t), 4))
 FIFTH = Rule("fifth", lambda m, c: _fifth_text(m.text, c), _fifth_text, uses_counter=True)
-GUIDE = Rule(
-    "guide",
-    lambda m, c: sum(_guide_text(t) for t in _content_texts(m)),
-    lambda t, c: _guide_text(t),
-)
-CODEX = Rule(
-    "codex",
-    lambda m, c: _ceil_div(_codex_item_bytes(m), 4),
-    lambda t, c: _ceil_div(utf8_len(t), 4),
-)
 
 # --------------------------------------------------------------------------------------------
 # Measures for the agents' own rules
 
 js_len = _js_len  # JavaScript ``String.length``: UTF-16 code units
+content_texts = _content_texts  # the texts of the content parts (text, tool result, attachment)
+tool_calls = _tool_calls  # the tool-call parts
+ceil_div = _ceil_div  # integer division rounded up

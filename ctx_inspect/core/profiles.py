@@ -52,7 +52,7 @@ Tokens = Annotated[int, Field(ge=0)]
 Ratio = Annotated[float, Field(gt=0, le=1)]
 
 
-def _ceil_ratio(ratio: float, tokens: int) -> int:
+def ceil_ratio(ratio: float, tokens: int) -> int:
     """ceil(ratio × tokens) in exact decimal arithmetic (0.8 × 142800 is 114240, not 114241)."""
     return math.ceil(Fraction(repr(ratio)) * tokens)
 
@@ -137,7 +137,7 @@ class Profile(BaseModel):
 
     def warning_threshold(self) -> int:
         """The first token count in the warning zone."""
-        return _ceil_ratio(self.warning_ratio, self.threshold())
+        return ceil_ratio(self.warning_ratio, self.threshold())
 
     def prune_threshold(self) -> int | None:
         """The count above which the agent prunes, or None when its prune does not depend on
@@ -224,103 +224,6 @@ class Profile(BaseModel):
         """Settings the agent's own records in ``session`` show (a stage the agent runs only
         when its setting is on), which calibration fills in where the user set nothing."""
         return {}
-
-
-# ------------------------------------------------------------------------------------------
-# BaseAgent (seed 000): src/core/compaction.py module constants
-
-
-class BaseAgentProfile(Profile):
-    name: str = "baseagent"
-    agent: Literal["baseagent"] = "baseagent"
-    description: str = "BaseAgent (SuperAgent): chars/4 estimate, compaction above 85% of 168k"
-    context_window: Tokens = 200_000  # MODEL_CONTEXT_LIMIT
-    estimator: str = "baseagent"
-    output_reserve: Tokens = 32_000  # OUTPUT_TOKEN_MAX
-    compact_ratio: Ratio = 0.85  # AUTO_COMPACT_THRESHOLD, of the usable window
-    prune_protect: Tokens = 40_000  # PRUNE_PROTECT (strict >)
-    prune_minimum: Tokens = 20_000  # PRUNE_MINIMUM (strict >)
-    protect_last_turns: Tokens = 2  # prune_old_tool_outputs(protect_last_turns=2)
-    summary_max_tokens: Tokens = 4096  # run_compaction max_tokens
-    tool_output_max_tokens: Tokens = 2500  # CONFIG max_output_tokens, middle-out truncation
-    tool_output_bytes_per_token: Annotated[int, Field(gt=0)] = 4  # truncate.py, UTF-8 bytes
-    max_iterations: Tokens = 200  # CONFIG max_iterations
-
-    threshold_strict: ClassVar[bool] = True
-
-    def usable(self) -> int:
-        return max(0, self.context_window - self.output_reserve)
-
-    def limit_parts(self) -> LimitParts:
-        return LimitParts(window=self.context_window, buffer=0, max_output=self.output_reserve)
-
-    def threshold(self) -> int:
-        # is_overflow: total > usable * 0.85, computed in floating point like the agent.
-        return math.floor(self.usable() * self.compact_ratio)
-
-    def threshold_formula(self) -> str:
-        return (
-            f"{self.compact_ratio} x (window {self.context_window:,} - output reserve "
-            f"{self.output_reserve:,} = {self.usable():,}), acting above it"
-        )
-
-    def derived(self) -> dict[str, object]:
-        return {"usable": self.usable(), "tool_output_max_bytes": self.tool_output_max_bytes()}
-
-    def tool_output_max_bytes(self) -> int:
-        return self.tool_output_max_tokens * self.tool_output_bytes_per_token
-
-
-# ------------------------------------------------------------------------------------------
-# Seed 001: the generic "guide" (astuces/03-context-management.md); no real tool runs it
-
-
-class GuideProfile(Profile):
-    name: str = "guide"
-    agent: Literal["guide"] = "guide"
-    description: str = "The BaseAgent guide's generic recipe: prune at 70%, compact at 85% of 180k"
-    context_window: Tokens = 180_000  # MAX_CONTEXT_TOKENS
-    estimator: str = "guide"
-    prune_ratio: Ratio = 0.70  # PRUNE_THRESHOLD
-    compact_ratio: Ratio = 0.85  # COMPACT_THRESHOLD
-    critical_ratio: Ratio = 0.95  # CRITICAL_THRESHOLD (declared, never used by the recipe)
-    keep_last_first: Tokens = 5  # prune_tool_outputs(keep_last=5) above 70%
-    keep_last_second: Tokens = 2  # prune_tool_outputs(keep_last=2) above 85%
-    keep_recent_messages: Tokens = 4  # compact_messages keeps system + summary + last 4
-    truncate_max_bytes: Tokens = 50_000  # middle_out_truncate(max_bytes=50000)
-
-    threshold_strict: ClassVar[bool] = True
-    warning_field: ClassVar[str] = "prune_ratio"
-
-    @model_validator(mode="after")
-    def _ordered(self) -> GuideProfile:
-        if not self.prune_ratio <= self.compact_ratio <= self.critical_ratio:
-            raise ValueError("prune_ratio <= compact_ratio <= critical_ratio must hold")
-        return self
-
-    def limit_parts(self) -> LimitParts:
-        return LimitParts(window=self.context_window, buffer=0, max_output=0)
-
-    def threshold(self) -> int:
-        return math.floor(self.context_window * self.compact_ratio)  # current > max × 0.85
-
-    def prune_above(self) -> int:
-        """Stage 1 (prune, keep 5) runs when tokens > this: ``current > max × 0.70``."""
-        return math.floor(self.context_window * self.prune_ratio)
-
-    def prune_threshold(self) -> int | None:
-        return self.prune_above()
-
-    def critical_above(self) -> int:
-        return math.floor(self.context_window * self.critical_ratio)
-
-    def warning_threshold(self) -> int:
-        # The first count at which stage 1 (prune, keep 5) fires: strictly above 70%.
-        # In floating point 180000 × 0.7 is 125999.99999999999, so that is 126,000.
-        return self.prune_above() + 1
-
-    def derived(self) -> dict[str, object]:
-        return {"prune_above": self.prune_above(), "critical_above": self.critical_above()}
 
 
 # ------------------------------------------------------------------------------------------
@@ -549,118 +452,6 @@ def _ceil_div(n: int, d: int) -> int:
 
 
 # ------------------------------------------------------------------------------------------
-# OpenAI Codex CLI (transcripts.md 2.3; the 0.169 rules from codex-rs)
-
-
-class CodexProfile(Profile):
-    """Codex's settings under the names of its own ``config.toml`` (``model_context_window``,
-    ``model_auto_compact_token_limit``); ``auto_compact_token_limit`` is still accepted."""
-
-    name: str = "codex"
-    agent: Literal["codex"] = "codex"
-    description: str = (
-        "OpenAI Codex CLI: 258,400 effective window, auto-compaction at 90% of 272,000"
-    )
-    context_window: Tokens = 258_400  # what token_count reports: 95% of 272,000
-    estimator: str = "codex"
-    encoding: str | None = "o200k_base"
-    effective_window_percent: Annotated[int, Field(gt=0, le=100)] = 95
-    baseline_tokens: Tokens = 12_000  # BASELINE_TOKENS of the "% left" figure
-    # config.toml's model_context_window (the model's whole window); None = from context_window
-    model_context_window: Tokens | None = None
-    # config.toml's model_auto_compact_token_limit; None (or 0) = 90% of the model's window
-    model_auto_compact_token_limit: int | None = None
-
-    setting_aliases: ClassVar[Mapping[str, str]] = types.MappingProxyType(
-        {"auto_compact_token_limit": "model_auto_compact_token_limit"}
-    )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _window_from_config(cls, data: Any) -> Any:
-        """``model_context_window`` is the configured window; Codex reports and uses
-        ``effective_window_percent`` of it (``context_window``)."""
-        if not isinstance(data, dict) or data.get("model_context_window") is None:
-            return data
-        configured = data["model_context_window"]
-        percent = data.get("effective_window_percent", 95)
-        if type(configured) is not int or type(percent) is not int:
-            return data  # the field validators say what is wrong
-        effective = configured * percent // 100
-        window = data.get("context_window")
-        if window is not None and window != effective:
-            raise ValueError(
-                f"context_window {window} is not {percent}% of model_context_window "
-                f"{configured} ({effective}); set one of them"
-            )
-        return {**data, "context_window": effective}
-
-    def measure_basis(self) -> str:
-        return "anchor"  # the latest total_tokens plus Codex's estimate of what came since
-
-    def nominal_window(self) -> int:
-        """The model's whole window, before effective_window_percent."""
-        if self.model_context_window is not None:
-            return self.model_context_window
-        return self.context_window * 100 // self.effective_window_percent
-
-    def limit_parts(self) -> LimitParts:
-        return LimitParts(window=self.context_window, buffer=0, max_output=0)
-
-    def threshold(self) -> int:
-        """``model_auto_compact_token_limit``, never above 90% of the model's window (a limit
-        of 0 or less counts as unset), as Codex's ``auto_compact_token_limit()``."""
-        default = self.nominal_window() * 9 // 10
-        limit = self.model_auto_compact_token_limit
-        if limit is None or limit <= 0:
-            return default
-        return min(limit, default)
-
-    def percent_left(self, tokens: int) -> float:
-        """Codex's "% context left" (unrounded; the TUI rounds it to an integer)."""
-        effective = self.context_window - self.baseline_tokens
-        if effective <= 0:
-            return 0.0
-        used = max(0, tokens - self.baseline_tokens)
-        return 100.0 * max(0, effective - used) / effective
-
-    def percent_base(self) -> int:
-        return self.context_window - self.baseline_tokens
-
-    def percent_of_limit(self, tokens: int) -> float:
-        return 100.0 - self.percent_left(tokens)
-
-    def derived(self) -> dict[str, object]:
-        return {"nominal_window": self.nominal_window()}
-
-
-# ------------------------------------------------------------------------------------------
-# Plain chat arrays and agents we do not know
-
-
-class GenericProfile(Profile):
-    name: str = "generic"
-    agent: Literal["generic"] = "generic"
-    description: str = "Plain chat arrays, unknown agents: warn at 70%, overflow above 90%"
-    context_window: Tokens = 128_000
-    estimator: str = "exact"
-    max_output_tokens: Tokens = 0
-    compact_ratio: Ratio = 0.90  # of the effective window, strict >
-    warning_window_ratio: Ratio = 0.70  # of the effective window
-
-    threshold_strict: ClassVar[bool] = True
-    warning_field: ClassVar[str] = "warning_window_ratio"
-
-    def limit_parts(self) -> LimitParts:
-        return LimitParts(window=self.context_window, buffer=0, max_output=self.max_output_tokens)
-
-    def threshold(self) -> int:
-        return math.floor(self.limit_parts().effective * self.compact_ratio)
-
-    def warning_threshold(self) -> int:
-        return min(
-            _ceil_ratio(self.warning_window_ratio, self.limit_parts().effective), self.threshold()
-        )
 
 
 # ------------------------------------------------------------------------------------------

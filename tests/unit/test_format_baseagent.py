@@ -10,6 +10,12 @@ from typing import TypeVar
 
 import pytest
 
+from ctx_inspect.agents.baseagent.reader_events import (
+    CONTEXT_NOTE,
+    BaseAgentEventsParser,
+    sniff_events,
+)
+from ctx_inspect.agents.baseagent.reader_log import BaseAgentLogParser, NominalClock, sniff_log
 from ctx_inspect.app.config import build_profile
 from ctx_inspect.app.loader import load_session, resolve_format
 from ctx_inspect.core.model import (
@@ -27,9 +33,8 @@ from ctx_inspect.core.model import (
     SessionInfo,
     UsageReported,
 )
-from ctx_inspect.formats import baseagent, registry
+from ctx_inspect.formats import registry
 from ctx_inspect.formats.base import Parser
-from ctx_inspect.formats.baseagent import BaseAgentEventsParser, BaseAgentLogParser, NominalClock
 from ctx_inspect.formats.registry import Head
 from tests.corpus import foreign_files
 
@@ -384,7 +389,7 @@ def test_events_messages_and_requests() -> None:
     ]
     # and it says that it shows neither BaseAgent's context management nor its figures
     (started,) = [e for e in of(SessionInfo, got) if e.session_id]
-    assert started.extra["context_note"] == baseagent.CONTEXT_NOTE
+    assert started.extra["context_note"] == CONTEXT_NOTE
 
 
 def test_tool_calls_and_results() -> None:
@@ -518,16 +523,16 @@ def head(data: bytes, name: str = "x.log") -> Head:
 def test_sniffers() -> None:
     log_data = (DATA / "typical.log").read_bytes()
     events_data = (DATA / "events.jsonl").read_bytes()
-    assert baseagent.sniff_log(head(log_data)) == 0.95
-    assert baseagent.sniff_events(head(log_data)) == 0.0
-    assert baseagent.sniff_events(head(events_data)) == 0.95
-    assert baseagent.sniff_log(head(events_data)) == 0.0
-    assert baseagent.sniff_events(head(b'{"type": "turn.started"}\n')) == 0.85
+    assert sniff_log(head(log_data)) == 0.95
+    assert sniff_events(head(log_data)) == 0.0
+    assert sniff_events(head(events_data)) == 0.95
+    assert sniff_log(head(events_data)) == 0.0
+    assert sniff_events(head(b'{"type": "turn.started"}\n')) == 0.85
     # Codex's exec --json has the same event names, written compactly with the type first
     codex = b'{"type":"thread.started","thread_id":"0199"}\n{"type":"turn.started"}\n'
-    assert baseagent.sniff_events(head(codex)) == 0.0
-    assert baseagent.sniff_log(head(b"[10:00:00] [other] a\n[10:00:01] [other] b\n")) == 0.0
-    assert baseagent.sniff_log(head(b"")) == 0.0
+    assert sniff_events(head(codex)) == 0.0
+    assert sniff_log(head(b"[10:00:00] [other] a\n[10:00:01] [other] b\n")) == 0.0
+    assert sniff_log(head(b"")) == 0.0
 
 
 @pytest.mark.parametrize(
@@ -615,7 +620,7 @@ def test_real_stdout(corpus: Path) -> None:
     usage = next(r for r in records if r["type"] == "turn.completed")["usage"]
     info = of(SessionInfo, got)
     assert info[0].session_id == thread["thread_id"]
-    assert info[0].extra == {"context_note": baseagent.CONTEXT_NOTE}
+    assert info[0].extra == {"context_note": CONTEXT_NOTE}
     assert info[-1].extra == {"turn_usage": usage}
 
 
@@ -624,5 +629,5 @@ def test_sniffers_score_zero_on_every_other_file(corpus: Path) -> None:
     assert len(others) > 20
     for path in others:
         h = registry.read_head(path)
-        assert baseagent.sniff_log(h) == 0.0, path
-        assert baseagent.sniff_events(h) == 0.0, path
+        assert sniff_log(h) == 0.0, path
+        assert sniff_events(h) == 0.0, path

@@ -9,6 +9,9 @@ from typing import Any
 
 import pytest
 
+from ctx_inspect.agents.codex import reader as codex
+from ctx_inspect.agents.codex.compaction import ESTIMATE_LABEL
+from ctx_inspect.agents.codex.reader import CodexParser
 from ctx_inspect.app.config import build_profile
 from ctx_inspect.app.loader import counter_for, load_session, new_session
 from ctx_inspect.core.model import (
@@ -27,8 +30,7 @@ from ctx_inspect.core.model import (
     UsageReported,
 )
 from ctx_inspect.errors import InputError
-from ctx_inspect.formats import codex, registry
-from ctx_inspect.formats.codex import CodexParser
+from ctx_inspect.formats import registry
 from ctx_inspect.formats.registry import HEAD_BYTES, Head
 
 DATA = Path(__file__).parents[1] / "data" / "codex"
@@ -234,7 +236,7 @@ def test_compactions_manual_auto_and_marker_only() -> None:
     assert markers == [19, 27]  # the compacted line told the story; line 30 is the Compacted
     estimate = of_type(events, ContextMeasured)
     assert [(c.tokens, c.limit, c.label) for c in estimate] == [
-        (1234, 258_400, f"{codex.ESTIMATE_LABEL} after compaction")
+        (1234, 258_400, f"{ESTIMATE_LABEL} after compaction")
     ]
     opaque = [m.message for m in messages(events) if m.span is not None and m.span.line == 32]
     assert opaque[0].kind is MessageKind.SUMMARY and opaque[0].parts[0].data_bytes == 30
@@ -685,7 +687,7 @@ def test_real_rollout_requests_usage_and_compactions(corpus: Path) -> None:
     assert befores == [54_697, 73_156]
     measured = of_type(events, ContextMeasured)
     assert [m.tokens for m in measured] == estimates == [7_017, 7_359]
-    assert all(m.label == f"{codex.ESTIMATE_LABEL} after compaction" for m in measured)
+    assert all(m.label == f"{ESTIMATE_LABEL} after compaction" for m in measured)
     assert [(c.tokens_before, c.tokens_after) for c in compactions] == [
         (54_697, 7_017),
         (73_156, 7_359),

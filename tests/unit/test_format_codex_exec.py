@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from ctx_inspect.agents.codex.reader_exec import CONTEXT_NOTE, CodexExecParser
 from ctx_inspect.cli import main
 from ctx_inspect.core.model import (
     Event,
@@ -22,7 +23,6 @@ from ctx_inspect.core.model import (
     UsageReported,
 )
 from ctx_inspect.formats import registry
-from ctx_inspect.formats.codex_exec import CONTEXT_NOTE, CodexExecParser
 
 DATA = Path(__file__).parents[1] / "data" / "codex_exec"
 

@@ -8,17 +8,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctx_inspect.core.model import Message, MessageKind, Part, PartType, Role
-from ctx_inspect.core.policies import policy_for
-from ctx_inspect.core.policies.base import Action, ContextItem, ItemStatus, Policy, full_changes
-from ctx_inspect.core.policies.baseagent import (
+from ctx_inspect.agents.baseagent.policy import (
     POLICY,
     PRUNE_MARKER,
     SUMMARY_PREFIX,
     middle_out,
     scan,
 )
-from ctx_inspect.core.profiles import BaseAgentProfile, GenericProfile
+from ctx_inspect.agents.baseagent.profile import BaseAgentProfile
+from ctx_inspect.agents.generic.profile import GenericProfile
+from ctx_inspect.core.model import Message, MessageKind, Part, PartType, Role
+from ctx_inspect.core.policies import policy_for
+from ctx_inspect.core.policies.base import Action, ContextItem, ItemStatus, Policy, full_changes
 
 PROFILE = BaseAgentProfile()
 

@@ -12,11 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctx_inspect.cli import main
-from ctx_inspect.core.model import Message, MessageKind, Part, PartType, Role
-from ctx_inspect.core.policies import policy_for
-from ctx_inspect.core.policies.base import ContextItem, ItemStatus, full_changes
-from ctx_inspect.core.policies.codex import (
+from ctx_inspect.agents.codex.policy import (
     COMPACT_USER_MESSAGE_MAX_TOKENS,
     POLICY,
     SUMMARY_PREFIX,
@@ -24,7 +20,11 @@ from ctx_inspect.core.policies.codex import (
     codex_figure,
     truncate_to,
 )
-from ctx_inspect.core.profiles import CodexProfile
+from ctx_inspect.agents.codex.profile import CodexProfile
+from ctx_inspect.cli import main
+from ctx_inspect.core.model import Message, MessageKind, Part, PartType, Role
+from ctx_inspect.core.policies import policy_for
+from ctx_inspect.core.policies.base import ContextItem, ItemStatus, full_changes
 
 PROFILE = CodexProfile()
 

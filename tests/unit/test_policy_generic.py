@@ -8,6 +8,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ctx_inspect.agents.generic.policy import (
+    KEEP_RECENT_MESSAGES,
+    POLICY,
+    PROTECT_RATIO,
+    SUMMARY_HEADER,
+)
+from ctx_inspect.agents.generic.profile import GenericProfile
 from ctx_inspect.core.model import Message, MessageKind, Part, PartType, Role
 from ctx_inspect.core.policies import policy_for
 from ctx_inspect.core.policies.base import (
@@ -17,12 +24,8 @@ from ctx_inspect.core.policies.base import (
     ItemStatus,
     full_changes,
 )
-from ctx_inspect.core.policies.generic import (
+from ctx_inspect.core.policies.blocks import (
     CLEARED_MARKER,
-    KEEP_RECENT_MESSAGES,
-    POLICY,
-    PROTECT_RATIO,
-    SUMMARY_HEADER,
     chain,
     clear_parts,
     in_place,
@@ -30,7 +33,6 @@ from ctx_inspect.core.policies.generic import (
     is_user_turn,
     rebuild,
 )
-from ctx_inspect.core.profiles import GenericProfile
 
 PROFILE = GenericProfile()
 

@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ctx_inspect.agents.guide.policy import POLICY, PRUNE_MARKER, SUMMARY_HEADER, middle_out
+from ctx_inspect.agents.guide.profile import GuideProfile
 from ctx_inspect.core.model import Message, MessageKind, Part, PartType, Role
 from ctx_inspect.core.policies import policy_for
 from ctx_inspect.core.policies.base import (
@@ -17,8 +19,6 @@ from ctx_inspect.core.policies.base import (
     ItemStatus,
     full_changes,
 )
-from ctx_inspect.core.policies.guide import POLICY, PRUNE_MARKER, SUMMARY_HEADER, middle_out
-from ctx_inspect.core.profiles import GuideProfile
 
 PROFILE = GuideProfile()
 

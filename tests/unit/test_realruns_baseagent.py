@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from ctx_inspect.agents.baseagent.reader_events import CONTEXT_NOTE
+from ctx_inspect.agents.baseagent.reader_log import BaseAgentLogParser
 from ctx_inspect.app.config import build_profile
 from ctx_inspect.app.loader import open_inputs
 from ctx_inspect.cli import main
@@ -24,7 +26,6 @@ from ctx_inspect.core.model import (
     RequestSent,
 )
 from ctx_inspect.core.session import Session
-from ctx_inspect.formats.baseagent import CONTEXT_NOTE, BaseAgentLogParser
 
 USABLE = 168_000  # what BaseAgent's "Context:" lines measure against
 

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
+from ctx_inspect.agents.codex import reader as codex
+from ctx_inspect.agents.codex.reader import CodexParser
 from ctx_inspect.app.config import build_profile
 from ctx_inspect.app.loader import open_inputs
 from ctx_inspect.cli import main
 from ctx_inspect.core.model import Compacted, RequestRejected
-from ctx_inspect.formats import codex
-from ctx_inspect.formats.codex import CodexParser
 
 AUTO = "autocompact-limit60k"
 MANUAL = "manual-compact-tui"

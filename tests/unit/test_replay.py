@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from ctx_inspect.agents.generic.profile import GenericProfile
 from ctx_inspect.app.config import build_profile
 from ctx_inspect.core.collector import collector_paused
 from ctx_inspect.core.model import (
@@ -45,7 +46,7 @@ from ctx_inspect.core.policies.base import (
     total,
     unchanged,
 )
-from ctx_inspect.core.profiles import GenericProfile, Profile, make_profile, profile_names
+from ctx_inspect.core.profiles import Profile, make_profile, profile_names
 from ctx_inspect.core.replay import (
     FAILED_HERE,
     Decision,

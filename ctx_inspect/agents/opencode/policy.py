@@ -54,7 +54,7 @@ from ctx_inspect.core.policies.base import (
     total,
     unchanged,
 )
-from ctx_inspect.core.policies.generic import (
+from ctx_inspect.core.policies.blocks import (
     CLEARED_MARKER,
     Slot,
     clear_parts,

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
+from ctx_inspect.agents.generic.policy import GenericPolicy
+from ctx_inspect.agents.generic.profile import GenericProfile
 from ctx_inspect.core.agents import Agent, Knob, times
 from ctx_inspect.core.estimate import Rule
-from ctx_inspect.core.policies.generic import GenericPolicy
-from ctx_inspect.core.profiles import GenericProfile, Tokens
+from ctx_inspect.core.profiles import Tokens
 
 
 def _thirds(text: str) -> int:

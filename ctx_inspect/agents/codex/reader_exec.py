@@ -1,23 +1,24 @@
 """Codex CLI's `codex exec --json` stdout: thread / turn / item events, one per line.
 
-The same event stream BaseAgent copies (see ``baseagent.py``), written by Codex itself with
-compact JSON and more item types. Items are the context: ``reasoning`` (thinking, which opens
-a model response), ``agent_message``, ``command_execution``, ``mcp_tool_call``, ``file_change``
-and ``web_search`` (tool calls and their results); ``todo_list`` and unknown items are kept as
-log lines. Usage appears only on ``turn.completed`` and is summed over every request of the
-turn, so it is kept as session information, never as a context size: for per-request figures
-read the rollout file instead (the ``codex`` format). The stream cannot show context management
-either (Codex writes no item for a compaction), so what it gives is the messages it shows, and
-the session says so (``SessionInfo.extra["context_note"]``). A turn that fails because the model's
-context window was exceeded (Codex's own message for ``context_window_exceeded``) is a refused
-request (``RequestRejected``). Merged with the rollout of the same run (``--merge``), this stream
-adds nothing the rollout does not hold: only its log lines and session facts are kept.
+The thread / turn / item stream (``ctx_inspect.formats.item_events``, which BaseAgent's stdout
+copies), written by Codex itself with compact JSON and more item types. Items are the context:
+``reasoning`` (thinking, which opens a model response), ``agent_message``,
+``command_execution``, ``mcp_tool_call``, ``file_change`` and ``web_search`` (tool calls and
+their results); ``todo_list`` and unknown items are kept as log lines. Usage appears only on
+``turn.completed`` and is summed over every request of the turn, so it is kept as session
+information, never as a context size: for per-request figures read the rollout file instead
+(the ``codex`` format). The stream cannot show context management either (Codex writes no item
+for a compaction), so what it gives is the messages it shows, and the session says so
+(``SessionInfo.extra["context_note"]``). A turn that fails because the model's context window
+was exceeded (Codex's own message for ``context_window_exceeded``) is a refused request
+(``RequestRejected``). Merged with the rollout of the same run (``--merge``), this stream adds
+nothing the rollout does not hold: only its log lines and session facts are kept.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, ClassVar
 
 import orjson
 
@@ -25,17 +26,15 @@ from ctx_inspect.core.model import (
     Event,
     Message,
     MessageAdded,
-    MessageKind,
     Part,
     PartType,
     RequestRejected,
     RequestSent,
     Role,
-    SessionInfo,
     SourceSpan,
 )
 from ctx_inspect.formats.base import compact_json, shown
-from ctx_inspect.formats.baseagent import BaseAgentEventsParser
+from ctx_inspect.formats.item_events import ItemEventsParser, tool_result
 from ctx_inspect.formats.registry import FormatSpec, Head, register
 
 _TOOL_ITEMS = ("mcp_tool_call", "file_change", "web_search")
@@ -48,9 +47,11 @@ CONTEXT_NOTE = (
 _CONTEXT_EXCEEDED = "out of room in the model's context window"
 
 
-class CodexExecParser(BaseAgentEventsParser):
+class CodexExecParser(ItemEventsParser):
     format_name = "codex-exec"
-    response_spans_results = False  # a reasoning item opens each response
+    agent: ClassVar[str | None] = "codex"
+    context_note: ClassVar[str] = CONTEXT_NOTE
+    response_spans_results: ClassVar[bool] = False  # a reasoning item opens each response
 
     def __init__(self, source: int = 0, path: str = "") -> None:
         super().__init__(source, path)
@@ -59,14 +60,7 @@ class CodexExecParser(BaseAgentEventsParser):
 
     def _event(self, kind: str, value: dict[str, Any], span: SourceSpan, raw: bytes) -> list[Event]:
         out = super()._event(kind, value, span, raw)
-        if kind == "thread.started":
-            out = [
-                e.model_copy(update={"agent": "codex", "extra": {"context_note": CONTEXT_NOTE}})
-                if isinstance(e, SessionInfo)
-                else e
-                for e in out
-            ]
-        elif kind == "turn.started":
+        if kind == "turn.started":
             self._refused = False
         elif kind in ("error", "turn.failed") and not self._refused:
             error = value.get("error")
@@ -112,22 +106,8 @@ class CodexExecParser(BaseAgentEventsParser):
             call = []
         result = item.get("result", item.get("error", item.get("changes")))
         text = result if isinstance(result, str) else compact_json(result)
-        message = Message(
-            id=f"{item_id}:result",
-            role=Role.TOOL,
-            kind=MessageKind.TOOL_RESULT,
-            parts=(
-                Part(
-                    type=PartType.TOOL_RESULT,
-                    text=text,
-                    tool_name=str(name),
-                    call_id=item_id,
-                    is_error=item.get("status") == "failed",
-                ),
-            ),
-        )
         self._after_text = False
-        return [*call, MessageAdded(message=message, span=span)]
+        return [*call, tool_result(item_id, text, str(name), item.get("status") == "failed", span)]
 
 
 def _arguments(arguments: dict[str, Any]) -> str:

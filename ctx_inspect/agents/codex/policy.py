@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ctx_inspect.agents.codex.profile import CodexProfile
 from ctx_inspect.core.model import Message, MessageKind, PartType, Role
 from ctx_inspect.core.policies.base import (
     Action,
@@ -46,7 +47,7 @@ from ctx_inspect.core.policies.base import (
     total,
     unchanged,
 )
-from ctx_inspect.core.policies.generic import (
+from ctx_inspect.core.policies.blocks import (
     Slot,
     content_text,
     fmt,
@@ -55,7 +56,7 @@ from ctx_inspect.core.policies.generic import (
     rebuild,
     require,
 )
-from ctx_inspect.core.profiles import CodexProfile, Profile
+from ctx_inspect.core.profiles import Profile
 
 NAME = "codex"
 SUMMARY_PREFIX = (

@@ -8,16 +8,9 @@ some response items, ``metadata``). What each record becomes:
   request: one SYSTEM message, kept across compactions (its id is in ``retained_ids``). The older
   ``instructions`` field repeats the injected AGENTS.md message, so it is not added again.
 - ``turn_context``: ``SessionInfo(model=...)`` when the model changes, else a ``LogLine``.
-- ``response_item``: the Responses API items, i.e. exactly the context. ``message`` (user /
-  developer / system input, assistant output; user messages that are injected context such as
-  ``<environment_context>`` or ``# AGENTS.md instructions`` are ATTACHMENT), ``reasoning``
-  (THINKING), ``function_call`` / ``custom_tool_call`` / ``local_shell_call`` /
-  ``web_search_call`` / ``tool_search_call`` / ``image_generation_call`` (TOOL_CALL), their
-  ``*_output`` items (TOOL_RESULT), ``ghost_snapshot`` (META, not sent), ``compaction``
-  (server-side compaction: an opaque SUMMARY), ``agent_message`` (inter-agent input). Unknown
-  item types are kept as messages (``*_call`` as calls, ``*_output`` as results, else input).
-  A ``RequestSent`` goes before the first model output of each response; a response ends at user
-  input, tool output, a usage record or a new turn.
+- ``response_item``: the Responses API items, i.e. exactly the context, as messages
+  (``items.py``). A ``RequestSent`` goes before the first model output of each response; a
+  response ends at user input, tool output, a usage record or a new turn.
 - ``event_msg`` ``token_count``: ``UsageReported`` from ``info.last_token_usage`` (never the
   cumulative ``total_token_usage``), ``input_tokens`` being the whole prompt
   (``input_includes_cache``). A token_count that repeats the previous totals (Codex re-sends it
@@ -25,14 +18,13 @@ some response items, ``metadata``). What each record becomes:
   ``last_token_usage`` with zero input and output but a total is Codex's own estimate of the
   context (0.169 writes one after each compaction): ``ContextMeasured``, not a usage.
   ``model_context_window`` (here or on ``task_started``) gives ``SessionInfo(context_window)``.
-- ``compacted``: ``Compacted`` (everything leaves except the base instructions), then one message
-  per ``replacement_history`` item (the compaction summary among them is SUMMARY), or one SUMMARY
-  message with ``message`` when there is no replacement history. ``event_msg``
-  ``context_compacted`` (and 0.169's ``item_completed`` of a ``ContextCompaction`` item) is a
-  ``LogLine`` when the ``compacted`` line already told the story, else it is the ``Compacted``.
-  The trigger is "manual" when the compaction is all its turn did (no user input, no tool output,
-  no other model request, a turn started without ``turn_attribution``), else "auto".
-  ``tokens_before`` is the prompt of the latest request.
+- ``compacted``: ``Compacted`` (everything leaves except the base instructions), then the context
+  it rebuilt (``compaction.py``, which also holds the records of a compaction under way).
+  ``event_msg`` ``context_compacted`` (and 0.169's ``item_completed`` of a ``ContextCompaction``
+  item) is a ``LogLine`` when the ``compacted`` line already told the story, else it is the
+  ``Compacted``. The trigger is "manual" when the compaction is all its turn did (no user input,
+  no tool output, no other model request, a turn started without ``turn_attribution``), else
+  "auto". ``tokens_before`` is the prompt of the latest request.
 - Every other ``event_msg`` (UI duplicates of the items), ``world_state``,
   ``token_usage_record`` (its ``response_id`` names the next usage's request) and unknown
   envelope types: a short ``LogLine`` tagged with the record type.
@@ -40,12 +32,10 @@ some response items, ``metadata``). What each record becomes:
 The legacy layout (mid-2025 and earlier) is read too: a bare ``{id, timestamp, instructions}``
 first line, then bare response items and ``{"record_type": "state"}`` lines.
 
-Message ids are the items' own ids; items without one get ``L<line>`` (``L<line>.<k>`` inside a
-compaction's replacement history), and an id met again on a later line gets ``@L<line>`` added.
-
-``codex exec --json`` stdout (``thread.started`` / ``item.completed`` / ``turn.completed``) is a
-different stream and not read here: its only usage is per turn, summed over the turn's requests,
-so it says nothing about the context size; the sniffer gives it 0.
+``codex exec --json`` stdout is another stream (``reader_exec.py``): its only usage is per turn,
+summed over the turn's requests, so it says nothing about the context size; this sniffer gives
+it 0. The reader is one state machine (a response's request, its usage and a compaction under
+way decide together what a record is), so it stays one module past 600 lines.
 """
 
 from __future__ import annotations
@@ -53,11 +43,12 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
+from ctx_inspect.agents.codex.compaction import ESTIMATE_LABEL, HeldCompaction, holds, replacement
+from ctx_inspect.agents.codex.items import KNOWN_ITEM_TYPES, ResponseItems
 from ctx_inspect.core.model import (
     Compacted,
     ContextMeasured,
@@ -66,8 +57,6 @@ from ctx_inspect.core.model import (
     Message,
     MessageAdded,
     MessageKind,
-    Part,
-    PartType,
     RequestRejected,
     RequestSent,
     Role,
@@ -77,91 +66,21 @@ from ctx_inspect.core.model import (
     UsageReported,
 )
 from ctx_inspect.formats.base import LineParser
-from ctx_inspect.formats.chat_common import (
-    as_int,
-    as_str,
-    compact_json,
-    data_url,
-    text_part,
-    type_name,
-    unknown_part,
-)
+from ctx_inspect.formats.chat_common import as_int, as_str, text_part, type_name
 from ctx_inspect.formats.registry import FormatSpec, Head, register
 
 ENVELOPE_TYPES = frozenset(
     {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
 )
-ROLES: dict[str, Role] = {
-    "user": Role.USER,
-    "assistant": Role.ASSISTANT,
-    "developer": Role.DEVELOPER,
-    "system": Role.SYSTEM,
-}
-TEXT_TYPES = frozenset(
-    {"input_text", "output_text", "text", "summary_text", "reasoning_text", "refusal"}
-)
-CALL_NAMES = {
-    "local_shell_call": "local_shell",
-    "web_search_call": "web_search",
-    "tool_search_call": "tool_search",
-    "image_generation_call": "image_generation",
-}
-KNOWN_ITEM_TYPES = frozenset(
-    {
-        "message",
-        "reasoning",
-        "function_call",
-        "function_call_output",
-        "custom_tool_call",
-        "custom_tool_call_output",
-        "ghost_snapshot",
-        "compaction",
-        "compaction_summary",
-        "agent_message",
-        *CALL_NAMES,
-        "local_shell_call_output",
-        "tool_search_output",
-    }
-)
 COMPACTION_MARKERS = frozenset({"context_compacted"})
-INJECTED = re.compile(r"\s*(<[A-Za-z_][\w -]*>|# AGENTS\.md instructions)")
-SUMMARY_KIND = "compaction.summary"
 TURN_END = frozenset({"task_complete", "turn_complete", "turn_aborted"})
 CONTEXT_LABEL = "codex: last_token_usage.total_tokens"
-ESTIMATE_LABEL = "codex: its estimate of the context"
 WINDOW_SOURCE = (
     "Codex's token_count (model_context_window: effective_window_percent of the model's window)"
 )
 CONTEXT_EXCEEDED = "context_window_exceeded"
-# Records written while a compaction is under way (its request, usage, result, the context it
-# rebuilt): held until the compaction is complete, then given in order (see _HeldCompaction).
-HELD_RECORDS = frozenset({"token_usage_record", "compacted", "world_state", "turn_context"})
-HELD_EVENTS = frozenset(
-    {"token_count", "thread_settings_applied", "context_compacted", "warning", "background_event"}
-)
 SESSION_META_HEAD = re.compile(r'"type"\s*:\s*"session_meta"')
 PAYLOAD_HEAD = re.compile(r'"payload"\s*:\s*\{')
-
-
-@dataclass
-class _HeldCompaction:
-    """A compaction under way: Codex's summarisation request (its output is marked
-    ``compaction_output``), its usage, the ``compacted`` record and the estimate that follows.
-    Given as: the request, the ``Compacted`` (so it answers the request: same step), the
-    messages it put in the context, then the held records in their order."""
-
-    trigger: str
-    model: str | None
-    span: SourceSpan
-    timestamp: str | None
-    events: list[Event] = field(default_factory=list)  # held, in order
-    usage: dict[str, Any] | None = None
-    usage_span: SourceSpan | None = None
-    response_id: str | None = None
-    replacement: list[MessageAdded] = field(default_factory=list)
-    compacted: tuple[SourceSpan, str | None] | None = None
-    after: tuple[int, SourceSpan, str | None] | None = None
-    error: str | None = None
 
 
 class CodexParser(LineParser):
@@ -183,13 +102,12 @@ class CodexParser(LineParser):
         self._turn_input = False
         self._turn_attributed = False
         self._compaction_open: str | None = None  # "line" / "marker" since the last request
-        self._held: _HeldCompaction | None = None
+        self._held: HeldCompaction | None = None
         self._reported_usage: Any = None  # a usage record already given as UsageReported
         self._turn_rejected = False  # a context-window refusal was given for this turn
         self._instructions: tuple[str, str] | None = None  # (message id, text)
         # Shared with the fresh parsers of messages_at so re-reads give the same ids and names.
-        self._tool_names: dict[str, str] = {}
-        self._id_owner: dict[str, tuple[int, int]] = {}
+        self._items = ResponseItems()
 
     # -- lines ----------------------------------------------------------------------------
 
@@ -208,7 +126,7 @@ class CodexParser(LineParser):
         payload = obj.get("payload")
         ts = as_str(obj.get("timestamp"))
         if self._held is not None:
-            if self._holds(kind, payload, obj):
+            if holds(kind, payload, obj):
                 self._dispatch(kind, payload, obj, line, span, ts, self._held.events)
                 if self._held is not None and self._held.after is not None:
                     out.extend(self._flush_compaction())
@@ -268,8 +186,7 @@ class CodexParser(LineParser):
         fresh = type(self)(self.source, self.path)
         fresh._line_no = max(span.line - 1, 0)
         fresh._offset = span.offset
-        fresh._tool_names = self._tool_names
-        fresh._id_owner = self._id_owner
+        fresh._items = self._items
         index = bisect.bisect_right(self._model_changes, (span.line, "\uffff")) - 1
         fresh._model = self._model_changes[index][1] if index >= 0 else None
         events = [*fresh.feed(data + b"\n"), *fresh.finish()]
@@ -316,7 +233,7 @@ class CodexParser(LineParser):
             and text
             and (self._instructions is None or text != self._instructions[1])
         ):
-            msg_id = self._claim_id(None, span.line, 0, "instructions")
+            msg_id = self._items.claim_id(None, span.line, 0, "instructions")
             self._instructions = (msg_id, text)
             message = Message(id=msg_id, role=Role.SYSTEM, parts=(text_part(text),), timestamp=ts)
             out.append(MessageAdded(message=message, timestamp=ts, span=span))
@@ -577,33 +494,13 @@ class CodexParser(LineParser):
         return "manual" if manual else "auto"
 
     def _compaction(self, span: SourceSpan, ts: str | None) -> Compacted:
-        retained = (self._instructions[0],) if self._instructions else ()
         return Compacted(
             trigger=self._trigger(),
             tokens_before=self._last_prompt,
-            retained_ids=retained,
+            retained_ids=self._retained(),
             keep_system=False,
             timestamp=ts,
             span=span,
-        )
-
-    def _holds(self, kind: Any, payload: Any, obj: dict[str, Any]) -> bool:
-        """Whether a record belongs to the compaction under way."""
-        if not isinstance(payload, dict) or not isinstance(kind, str):
-            return False
-        if kind in HELD_RECORDS:
-            return True
-        if kind == "response_item":
-            meta = obj.get("metadata")
-            return isinstance(meta, dict) and meta.get("compaction_output") is True
-        if kind != "event_msg":
-            return False
-        event = payload.get("type")
-        if isinstance(event, str) and event in HELD_EVENTS:
-            return True
-        item = payload.get("item")
-        return event in ("item_started", "item_completed") and (
-            isinstance(item, dict) and item.get("type") == "ContextCompaction"
         )
 
     def _flush_compaction(self) -> list[Event]:
@@ -615,51 +512,15 @@ class CodexParser(LineParser):
         self._requests += 1
         self._request_has_usage = held.usage is not None
         self._in_response = False
-        request = RequestSent(
-            model=held.model, compaction=True, timestamp=held.timestamp, span=held.span
-        )
         usage = _usage(held.usage) if held.usage is not None else None
-        retained = (self._instructions[0],) if self._instructions else ()
-        failed = held.compacted is None
-        span, ts = held.compacted if held.compacted is not None else (held.span, held.timestamp)
-        compacted = Compacted(
-            trigger=held.trigger,
-            tokens_before=usage.prompt_tokens if usage is not None else None,
-            tokens_after=None if failed or held.after is None else held.after[0],
-            summary_tokens=usage.output if usage is not None and usage.output else None,
-            retained_ids=retained,
-            keep_system=False,
-            added_ids=tuple(m.message.id for m in held.replacement),
-            failed=failed,
-            error=(held.error or "no compacted record followed the summary") if failed else None,
-            timestamp=ts,
-            span=span,
-        )
-        out: list[Event] = [request, compacted, *held.replacement, *held.events]
         if usage is not None:
             self._last_prompt = usage.prompt_tokens
-            out.append(
-                UsageReported(
-                    usage=usage,
-                    model=held.model,
-                    request_id=held.response_id,
-                    timestamp=held.timestamp,
-                    span=held.usage_span,
-                )
-            )
-        if not failed and held.after is not None:
-            tokens, after_span, after_ts = held.after
-            out.append(
-                ContextMeasured(
-                    tokens=tokens,
-                    limit=self._window,
-                    label=f"{ESTIMATE_LABEL} after compaction",
-                    timestamp=after_ts,
-                    span=after_span,
-                )
-            )
-        self._compaction_open = None if failed else "line"
-        return _in_time_order(out)
+        self._compaction_open = None if held.compacted is None else "line"
+        return held.result(self._retained(), usage, self._window)
+
+    def _retained(self) -> tuple[str, ...]:
+        """What a compaction keeps: the base instructions."""
+        return (self._instructions[0],) if self._instructions else ()
 
     def _compacted(
         self, p: dict[str, Any], span: SourceSpan, ts: str | None, out: list[Event]
@@ -668,56 +529,13 @@ class CodexParser(LineParser):
         held = self._held
         if held is not None:
             held.compacted = (span, ts)
-            held.replacement = self._replacement(p, span, ts)
+            held.replacement = replacement(self._items, p, span, ts, self._model)
             out.append(LogLine(text="compacted", tag="compacted", timestamp=ts, span=span))
             return
         if self._compaction_open != "marker":
             out.append(self._compaction(span, ts))
         self._compaction_open = "line"
-        out.extend(self._replacement(p, span, ts))
-
-    def _replacement(
-        self, p: dict[str, Any], span: SourceSpan, ts: str | None
-    ) -> list[MessageAdded]:
-        """The context a ``compacted`` record rebuilt: its replacement history (the summary
-        among it), else its summary alone."""
-        out: list[MessageAdded] = []
-        summary = p.get("message")
-        summary_text = summary if isinstance(summary, str) else ""
-        history = p.get("replacement_history")
-        if isinstance(history, list):
-            for k, item in enumerate(history, start=1):
-                if not isinstance(item, dict):
-                    part = unknown_part(item)
-                    msg_id = self._claim_id(None, span.line, k, "item")
-                    message = Message(
-                        id=msg_id,
-                        role=Role.USER,
-                        kind=MessageKind.ATTACHMENT,
-                        parts=(part,),
-                        timestamp=ts,
-                    )
-                    out.append(MessageAdded(message=message, timestamp=ts, span=span))
-                    continue
-                converted = self._convert(item, span.line, k, ts)
-                message = converted[0]
-                if message.kind is not MessageKind.SUMMARY and _is_summary(
-                    item, message, summary_text
-                ):
-                    message = message.model_copy(update={"kind": MessageKind.SUMMARY})
-                out.append(MessageAdded(message=message, timestamp=ts, span=span))
-            return out
-        if summary_text:
-            msg_id = self._claim_id(None, span.line, 1, "summary")
-            message = Message(
-                id=msg_id,
-                role=Role.USER,
-                kind=MessageKind.SUMMARY,
-                parts=(text_part(summary_text),),
-                timestamp=ts,
-            )
-            out.append(MessageAdded(message=message, timestamp=ts, span=span))
-        return out
+        out.extend(replacement(self._items, p, span, ts, self._model))
 
     # -- response items -------------------------------------------------------------------
 
@@ -729,14 +547,14 @@ class CodexParser(LineParser):
         ts: str | None,
         out: list[Event],
     ) -> None:
-        message, is_output = self._convert(p, span.line, 0, ts)
+        message, is_output = self._items.convert(p, span.line, 0, ts, self._model)
         meta = envelope.get("metadata")
         if isinstance(meta, dict) and meta.get("compaction_output") is True:
             # Codex's summarisation request answered: the summary it wrote is not kept as is
             # (the compacted record puts it in the context), so it is not sent again
             hidden = message.model_copy(update={"visible": False, "kind": MessageKind.SUMMARY})
             if self._held is None:
-                self._held = _HeldCompaction(
+                self._held = HeldCompaction(
                     trigger=self._trigger(), model=self._model, span=span, timestamp=ts
                 )
             self._held.events.append(MessageAdded(message=hidden, timestamp=ts, span=span))
@@ -764,145 +582,6 @@ class CodexParser(LineParser):
             self._turn_requests += 1
         out.append(RequestSent(model=self._model, timestamp=ts, span=span))
 
-    def _convert(
-        self, p: dict[str, Any], line: int, index: int, ts: str | None
-    ) -> tuple[Message, bool]:
-        """One response item as a message, and whether it is model output."""
-        kind = p.get("type")
-        kind = kind if isinstance(kind, str) else "message"
-        msg_id = self._claim_id(as_str(p.get("id")), line, index, "")
-        role = Role.ASSISTANT
-        msg_kind = MessageKind.MESSAGE
-        parts: list[Part]
-        visible = True
-        output = False
-        name: str | None = None
-        if kind == "message":
-            role_name = p.get("role")
-            role = ROLES.get(role_name, Role.USER) if isinstance(role_name, str) else Role.USER
-            parts = _content_parts(p.get("content"))
-            output = role is Role.ASSISTANT
-            if role is Role.USER and _injected(parts):
-                msg_kind = MessageKind.ATTACHMENT
-            if role is Role.USER and _has_kind(p, SUMMARY_KIND):
-                msg_kind = MessageKind.SUMMARY
-        elif kind == "reasoning":
-            parts = _reasoning_parts(p)
-            output = True
-        elif (
-            kind in ("function_call", "custom_tool_call")
-            or kind in CALL_NAMES
-            or (kind.endswith("_call") and kind not in KNOWN_ITEM_TYPES)
-        ):
-            parts = [self._call_part(kind, p)]
-            msg_kind = MessageKind.TOOL_CALL
-            output = True
-        elif kind.endswith("_output"):
-            role = Role.TOOL
-            msg_kind = MessageKind.TOOL_RESULT
-            parts = self._result_parts(p)
-        elif kind == "ghost_snapshot":
-            role = Role.USER
-            msg_kind = MessageKind.META
-            visible = False
-            parts = [Part(type=PartType.ATTACHMENT, text=compact_json(p.get("ghost_commit")))]
-        elif kind in ("compaction", "compaction_summary"):
-            role = Role.ASSISTANT
-            msg_kind = MessageKind.SUMMARY
-            parts = [_opaque(p)]
-        elif kind == "agent_message":
-            role = Role.USER
-            parts = _content_parts(p.get("content"))
-            name = as_str(p.get("author"))
-        else:  # an item type this reader does not know: kept whole, as input
-            role_name = p.get("role")
-            role = ROLES.get(role_name, Role.USER) if isinstance(role_name, str) else Role.USER
-            msg_kind = MessageKind.ATTACHMENT
-            parts = [unknown_part(p)]
-        message = Message(
-            id=msg_id,
-            role=role,
-            kind=msg_kind,
-            parts=tuple(parts),
-            visible=visible,
-            timestamp=ts,
-            model=self._model if output else None,
-            name=name,
-        )
-        return message, output
-
-    def _call_part(self, kind: str, p: dict[str, Any]) -> Part:
-        call_id = as_str(p.get("call_id")) or as_str(p.get("id"))
-        name = as_str(p.get("name")) or CALL_NAMES.get(kind) or kind.removesuffix("_call")
-        if call_id:
-            self._tool_names.setdefault(call_id, name)
-        if kind == "function_call":
-            args = p.get("arguments")
-        elif kind == "custom_tool_call":
-            args = p.get("input")
-        elif kind in ("web_search_call", "local_shell_call"):
-            args = p.get("action")
-        elif kind == "image_generation_call":
-            args = p.get("revised_prompt")
-        else:
-            args = p.get("arguments", p.get("action", p.get("input")))
-        arguments = (
-            args if isinstance(args, str) else compact_json(args) if args is not None else ""
-        )
-        data_bytes = 0
-        result = p.get("result")
-        if kind == "image_generation_call" and isinstance(result, str):
-            data_bytes = len(result)
-        return Part(
-            type=PartType.TOOL_CALL,
-            tool_name=name,
-            call_id=call_id,
-            arguments=arguments,
-            data_bytes=data_bytes,
-        )
-
-    def _result_parts(self, p: dict[str, Any]) -> list[Part]:
-        call_id = as_str(p.get("call_id"))
-        tool_name = self._tool_names.get(call_id) if call_id else None
-        output = p.get("output")
-        is_error = False
-        if "output" not in p and "tools" in p:  # tool_search_output
-            output = compact_json(p.get("tools"))
-        if isinstance(output, dict):
-            is_error = output.get("success") is False
-            output = output.get("content", output.get("body", compact_json(output)))
-        texts: list[str] = []
-        extras: list[Part] = []
-        if isinstance(output, str):
-            texts.append(output)
-        elif isinstance(output, list):
-            for part in _content_parts(output):
-                if part.type is PartType.TEXT:
-                    texts.append(part.text)
-                else:
-                    extras.append(part)
-        elif output is not None:
-            texts.append(compact_json(output))
-        result = Part(
-            type=PartType.TOOL_RESULT,
-            text="\n".join(texts),
-            tool_name=tool_name,
-            call_id=call_id,
-            is_error=is_error,
-        )
-        return [result, *extras]
-
-    def _claim_id(self, own: str | None, line: int, index: int, label: str) -> str:
-        """A session-unique id: the item's own when it is first met here, else line-based."""
-        if own is None:
-            base = f"L{line}" if index == 0 else f"L{line}.{index}"
-            return f"{base}.{label}" if label else base
-        where = (line, index)
-        owner = self._id_owner.setdefault(own, where)
-        if owner == where:
-            return own
-        return f"{own}@L{line}" if index == 0 else f"{own}@L{line}.{index}"
-
 
 def _error_text(p: dict[str, Any]) -> str | None:
     """The message of an ``error`` event, or of a turn that ended with one."""
@@ -911,22 +590,6 @@ def _error_text(p: dict[str, Any]) -> str | None:
     if p.get("type") != "error" and not isinstance(error, dict):
         return None
     return message if isinstance(message, str) and message else None
-
-
-def _in_time_order(events: list[Event]) -> list[Event]:
-    """``events`` with no timestamp earlier than the one before (a compaction is given as its
-    request and then its result, records written a moment apart: merged with another stream,
-    ordering by time must keep them together)."""
-    latest: str | None = None
-    out: list[Event] = []
-    for event in events:
-        stamp = event.timestamp
-        if stamp is not None and latest is not None and stamp < latest:
-            event = event.model_copy(update={"timestamp": latest})
-        elif stamp is not None:
-            latest = stamp
-        out.append(event)
-    return out
 
 
 def _usage(last: dict[str, Any]) -> Usage:
@@ -954,81 +617,6 @@ def _context_exceeded(info: Any) -> bool:
     if isinstance(info, dict):
         return CONTEXT_EXCEEDED in info
     return isinstance(info, str) and info == CONTEXT_EXCEEDED
-
-
-def _content_parts(content: Any) -> list[Part]:
-    if isinstance(content, str):
-        return [text_part(content)] if content else []
-    if not isinstance(content, list):
-        return [] if content is None else [unknown_part(content)]
-    parts: list[Part] = []
-    for item in content:
-        if item is None:
-            continue
-        if isinstance(item, str):
-            parts.append(text_part(item))
-            continue
-        if not isinstance(item, dict):
-            parts.append(unknown_part(item))
-            continue
-        kind = as_str(item.get("type"))
-        text = item.get("text", item.get("refusal"))
-        if kind in TEXT_TYPES and isinstance(text, str):
-            parts.append(text_part(text))
-        elif kind in ("input_image", "image_url", "output_image"):
-            url = item.get("image_url")
-            if isinstance(url, dict):
-                url = url.get("url")
-            media, size = data_url(url) if isinstance(url, str) else (None, 0)
-            parts.append(Part(type=PartType.IMAGE, media_type=media, data_bytes=size))
-        elif kind == "encrypted_content":
-            parts.append(_opaque(item))
-        else:
-            parts.append(unknown_part(item))
-    return parts
-
-
-def _reasoning_parts(p: dict[str, Any]) -> list[Part]:
-    texts: list[str] = []
-    for key in ("summary", "content"):
-        value = p.get(key)
-        if isinstance(value, list):
-            texts.extend(
-                item["text"]
-                for item in value
-                if isinstance(item, dict) and isinstance(item.get("text"), str)
-            )
-        elif isinstance(value, str) and value:
-            texts.append(value)
-    encrypted = p.get("encrypted_content")
-    size = len(encrypted) if isinstance(encrypted, str) else 0
-    return [Part(type=PartType.THINKING, text="\n".join(texts), data_bytes=size)]
-
-
-def _opaque(p: dict[str, Any]) -> Part:
-    """Encrypted content: only its size is known."""
-    encrypted = p.get("encrypted_content")
-    size = len(encrypted) if isinstance(encrypted, str) else 0
-    return Part(type=PartType.ATTACHMENT, data_bytes=size)
-
-
-def _injected(parts: list[Part]) -> bool:
-    first = next((p.text for p in parts if p.type is PartType.TEXT), None)
-    return first is not None and INJECTED.match(first) is not None
-
-
-def _has_kind(p: dict[str, Any], wanted: str) -> bool:
-    meta = p.get("internal_chat_message_metadata_passthrough")
-    kinds = meta.get("content_item_kinds") if isinstance(meta, dict) else None
-    return isinstance(kinds, list) and wanted in kinds
-
-
-def _is_summary(item: dict[str, Any], message: Message, summary: str) -> bool:
-    if item.get("type") in ("compaction", "compaction_summary"):
-        return True
-    if message.role is not Role.USER or not summary:
-        return False
-    return message.text.strip() == summary.strip()
 
 
 # ------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
-"""BaseAgent ("SuperAgent", BaseIntelligence/baseagent): its stderr log and its stdout JSONL.
+"""BaseAgent ("SuperAgent", BaseIntelligence/baseagent): its stderr log, ``baseagent-log``.
 
-Two formats, checked on real runs of bcb9023 (``docs/fidelity.md``):
+Checked on real runs of bcb9023 (``README.md`` of this package). The reader of its stdout is
+``reader_events.py``; ``merge.py`` makes one session of the two streams of a run.
 
 ``baseagent-log`` reads stderr, lines ``[HH:MM:SS] [tag] message`` (tags ``superagent``,
 ``loop``, ``compaction``):
@@ -52,61 +53,32 @@ Two formats, checked on real runs of bcb9023 (``docs/fidelity.md``):
 Times are local clock times without a date. They become ISO timestamps on a nominal date,
 ``0001-01-01T14:30:16``, moving to the next day each time the clock goes backwards (midnight).
 (A daylight-saving change that sets the clock back also counts as a new day.)
-
-``baseagent-events`` reads stdout: one JSON object per line (Python ``json.dumps``: ``", "``
-separators, ``type`` last). ``thread.started`` -> ``SessionInfo(session_id)``, with a note that
-this stream cannot show context management (``extra["context_note"]``); an ``agent_message``
-item -> an assistant text message; a ``command_execution`` item -> on ``item.started`` an
-assistant tool call (the command ``name({python dict repr})`` gives the tool name and its
-arguments, as BaseAgent's history holds them), on ``item.completed`` the tool result
-(``aggregated_output``, already middle-out truncated; ``failed`` / a non-zero ``exit_code`` marks
-an error) with id ``<item id>:result``. Each model response prints its text first (if any),
-then its tool calls, and nothing between two responses: a response without text cannot be told
-from more calls of the response before it. So ``RequestSent`` goes before every
-``agent_message`` and before a tool call that opens the stream, and a count of requests from
-this stream alone is a lower bound (the stderr log's ``Iteration`` lines give the true count).
-``turn.completed`` usage is the total over every model call of the turn, not a request's size
--> ``SessionInfo(extra={"turn_usage": ...})``; ``turn.failed`` -> ``LogLine(level="error")``;
-``turn.started`` and unknown event types -> ``LogLine``. Lines that are not JSON objects
-(LiteLLM prints banners, some ANSI-coloured, into this stream) -> ``LogLine(level="foreign")``;
-a line that starts like a JSON object but is not one is a ``ParseIssue``.
-
-Merging the two streams of one run (``--merge``, ``merge_run``): the log's requests are the
-run's, the stdout's messages are placed in the iterations they answer, by the log's ``Executing
-tool: <name>`` lines, and the self-verification prompt the log announces is put in as a user
-message (a stand-in: its text is in neither stream).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date, timedelta
-from typing import Any, ClassVar
+from typing import Any
 
+from ctx_inspect.agents.baseagent.profile import OUTPUT_TOKEN_MAX
 from ctx_inspect.core.model import (
     Compacted,
     ContextMeasured,
     Event,
     LogLine,
-    Message,
-    MessageAdded,
-    MessageKind,
-    Part,
-    PartType,
     Pruned,
     RequestSent,
-    Role,
     SessionInfo,
     SourceSpan,
 )
-from ctx_inspect.formats.base import LineParser, decode_text, shown
+from ctx_inspect.formats.base import LineParser, decode_text
 from ctx_inspect.formats.jsinspect import strip_ansi
-from ctx_inspect.formats.registry import FormatSpec, Head, register
+from ctx_inspect.formats.registry import Head
 
 AGENT = "baseagent"
-OUTPUT_RESERVE = 32_000  # compaction.py OUTPUT_TOKEN_MAX: usable = window - this
 NOMINAL_DATE = date(1, 1, 1)
 
 _LINE = re.compile(r"^\[(\d\d):(\d\d):(\d\d)\] \[(\w+)\] ?(.*)$", re.S)
@@ -137,7 +109,7 @@ _FIGURED = (
 )
 
 # [loop] messages (src/core/loop.py)
-_ITERATION = re.compile(r"^Iteration (\d+)/(\d+)$")
+ITERATION = re.compile(r"^Iteration (\d+)/(\d+)$")
 _COMPACTED = re.compile(r"^Context compacted: (\d+) -> (\d+) messages$")
 _CACHING = "Prompt caching:"
 _LOOP_ERRORS = ("LLM error", "Unexpected error", "Cost limit exceeded")
@@ -372,7 +344,7 @@ class BaseAgentLogParser(LineParser):
             if self._iteration is not None:
                 self._iteration.last_timestamp = ts
             return out
-        if m := _ITERATION.match(message):
+        if m := ITERATION.match(message):
             out.extend(self._settle())
             self._context = None
             out.append(LogLine(text=message, level="info", tag="loop", timestamp=ts, span=span))
@@ -510,10 +482,10 @@ def _window_info(usable: int, ts: str, span: SourceSpan) -> SessionInfo:
     """BaseAgent's window, from the usable window its Context lines print: usable plus its
     output reserve (``OUTPUT_TOKEN_MAX``, a constant of the program; the log gives the two
     together only)."""
-    window = usable + OUTPUT_RESERVE
+    window = usable + OUTPUT_TOKEN_MAX
     source = (
         f"the log's usable {usable:,} (Context: ... of {usable}) + BaseAgent's output reserve "
-        f"{OUTPUT_RESERVE:,}"
+        f"{OUTPUT_TOKEN_MAX:,}"
     )
     return SessionInfo(
         context_window=window, extra={"context_window_source": source}, timestamp=ts, span=span
@@ -548,317 +520,9 @@ def _banner_info(message: str) -> SessionInfo | None:
 
 
 # ------------------------------------------------------------------------------------------
-# baseagent-events: the stdout JSONL
-
-_COMMAND = re.compile(r"^([\w.:\-]+)\((.*)\)$", re.S)
-
-
-CONTEXT_NOTE = (
-    "BaseAgent's stdout shows no context management (its prunes and compactions are logged on "
-    "stderr only) and only the run's usage summed over every request: the figures are the "
-    "messages this stream shows, not BaseAgent's context, and a text with the tool calls after "
-    "it counts as one request (a lower bound: the stderr log's iterations give the true count). "
-    "Merge it with the stderr log (--merge) for BaseAgent's own figures"
-)
-
-
-class BaseAgentEventsParser(LineParser):
-    """BaseAgent's stdout: Codex-like JSONL events written by Python's ``json.dumps``."""
-
-    format_name = "baseagent-events"
-    # a tool call that follows a tool result belongs to the response that is open (BaseAgent
-    # prints nothing between two responses, and a response's text comes before its calls)
-    response_spans_results: ClassVar[bool] = True
-
-    def __init__(self, source: int = 0, path: str = "") -> None:
-        super().__init__(source, path)
-        self._after_text = False  # the last item was an agent_message (a response's text)
-
-    def parse_line(self, line: bytes, span: SourceSpan) -> Iterable[Event]:
-        out: list[Event] = []
-        if not line.lstrip().startswith(b"{"):
-            text = strip_ansi(decode_text(line, self, span, out)).rstrip()
-            out.append(LogLine(text=text, level="foreign", span=span))
-            return out
-        value = self.load_json(line, span, out)
-        if value is None:
-            if not out:
-                out.append(self.issue(span, "not an event object (null)", line))
-            return out
-        if not isinstance(value, dict):
-            out.append(self.issue(span, "not an event object", line))
-            return out
-        kind = value.get("type")
-        if not isinstance(kind, str):
-            out.append(self.issue(span, "no event type", line))
-            return out
-        out.extend(self._event(kind, value, span, line))
-        return out
-
-    def _event(self, kind: str, value: dict[str, Any], span: SourceSpan, raw: bytes) -> list[Event]:
-        if kind == "thread.started":
-            thread_id = value.get("thread_id")
-            return [
-                SessionInfo(
-                    agent=AGENT,
-                    session_id=thread_id if isinstance(thread_id, str) else None,
-                    extra={"context_note": CONTEXT_NOTE},
-                    span=span,
-                )
-            ]
-        if kind in ("item.started", "item.completed"):
-            item = value.get("item")
-            if not isinstance(item, dict):
-                return [self.issue(span, f"{kind} without an item object", raw)]
-            return self._item(kind, item, span, raw)
-        if kind == "turn.completed":
-            usage = value.get("usage")
-            extra = {"turn_usage": usage} if isinstance(usage, dict) else {}
-            return [SessionInfo(extra=extra, span=span)]
-        if kind in ("turn.failed", "error"):
-            error = value.get("error")
-            message = error.get("message") if isinstance(error, dict) else value.get("message")
-            text = f"{kind}: {message}" if isinstance(message, str) else kind
-            return [LogLine(text=text, level="error", tag=kind, span=span)]
-        return [LogLine(text=kind, tag=kind, span=span)]  # turn.started, item.updated, unknown
-
-    def _item(self, kind: str, item: dict[str, Any], span: SourceSpan, raw: bytes) -> list[Event]:
-        item_type = item.get("type")
-        item_id = item.get("id")
-        if not isinstance(item_id, str) or not item_id:
-            item_id = f"line-{span.line}"
-        if item_type == "agent_message" and kind == "item.completed":
-            text = item.get("text")
-            self._after_text = True
-            message = Message(
-                id=item_id,
-                role=Role.ASSISTANT,
-                parts=(Part(type=PartType.TEXT, text=text if isinstance(text, str) else ""),),
-            )
-            return [RequestSent(span=span), MessageAdded(message=message, span=span)]
-        if item_type == "command_execution":
-            command = item.get("command")
-            command = command if isinstance(command, str) else ""
-            if kind == "item.started":
-                return self._call(item_id, command, span)
-            return [self._result(item_id, command, item, span)]
-        self._after_text = False
-        return [LogLine(text=f"{kind} {shown(item_type, quoted=False)}", tag=kind, span=span)]
-
-    def _call(self, item_id: str, command: str, span: SourceSpan) -> list[Event]:
-        m = _COMMAND.match(command)
-        name, arguments = (m.group(1), m.group(2)) if m else (command, None)
-        message = Message(
-            id=item_id,
-            role=Role.ASSISTANT,
-            kind=MessageKind.TOOL_CALL,
-            parts=(
-                Part(
-                    type=PartType.TOOL_CALL,
-                    tool_name=name or None,
-                    call_id=item_id,
-                    arguments=arguments,
-                ),
-            ),
-        )
-        out: list[Event] = [] if self._after_text else [RequestSent(span=span)]
-        self._after_text = self.response_spans_results
-        out.append(MessageAdded(message=message, span=span))
-        return out
-
-    def _result(
-        self, item_id: str, command: str, item: dict[str, Any], span: SourceSpan
-    ) -> MessageAdded:
-        self._after_text = self._after_text and self.response_spans_results
-        output = item.get("aggregated_output")
-        exit_code = item.get("exit_code")
-        failed = item.get("status") == "failed" or (
-            isinstance(exit_code, int) and not isinstance(exit_code, bool) and exit_code != 0
-        )
-        message = Message(
-            id=f"{item_id}:result",
-            role=Role.TOOL,
-            kind=MessageKind.TOOL_RESULT,
-            parts=(
-                Part(
-                    type=PartType.TOOL_RESULT,
-                    text=output if isinstance(output, str) else "",
-                    tool_name=command or None,
-                    call_id=item_id,
-                    is_error=failed,
-                ),
-            ),
-        )
-        return MessageAdded(message=message, span=span)
-
-
-# ------------------------------------------------------------------------------------------
-# --merge: the stderr log and the stdout events of one run, as one session
-
-_EXECUTING = re.compile(r"^Executing tool: (.*)$", re.S)
-_VERIFICATION = "Requesting self-verification before completion"
-VERIFICATION_TEXT = (
-    "(BaseAgent's self-verification prompt: it asks the model to check its work before "
-    "finishing; its text is in neither stream)"
-)
-
-
-def merge_run(streams: Sequence[Sequence[Event]], names: Sequence[str]) -> list[Event] | None:
-    """One session of a run's stderr log and stdout (``--merge``, in either order), see
-    ``merged_events``; None for streams that are not one log and one stdout."""
-    if sorted(names) != sorted((LOG_SPEC.name, EVENTS_SPEC.name)):
-        return None
-    return merged_events([(n, list(events)) for n, events in zip(names, streams, strict=True)])
-
-
-def merged_events(streams: list[tuple[str, list[Event]]]) -> list[Event]:
-    """One session of a run's stderr log and stdout events.
-
-    The log's requests are the run's (one per iteration, and one per summarisation call); the
-    stdout's messages are placed in the iterations they answer: after an iteration's request,
-    its response's text, then one tool call and its result for each ``Executing tool`` line
-    (which names the tool, in order). The log's ``Requesting self-verification`` adds the user
-    message BaseAgent sends then (its text is in neither stream: a stand-in of that role, so
-    that the turns the prune protects are where they were). The stdout's own requests, and its
-    note that it cannot show context management, are left out. Where the two disagree (a tool
-    that is not the one the log names, items left over), a warning says from where.
-    """
-    log = [e for name, events in streams if name == LOG_SPEC.name for e in events]
-    stdout = [e for name, events in streams if name != LOG_SPEC.name for e in events]
-    if not any(isinstance(e, RequestSent) and not e.compaction for e in log):
-        return [*log, *stdout]  # no iteration to place the messages in: each keeps its own
-    cursor = _Stdout(stdout)
-    out: list[Event] = []
-    answering = False  # after an iteration's request, until the next iteration
-    for event in log:
-        if isinstance(event, RequestSent):
-            answering = not event.compaction
-            if answering:
-                out.extend(cursor.notes())
-                out.append(event)
-                out.extend(cursor.text())
-                continue
-        elif answering and isinstance(event, LogLine) and event.tag == "loop":
-            if m := _EXECUTING.match(event.text):
-                out.append(event)
-                out.extend(cursor.call(m.group(1), event))
-                continue
-            if event.text == _VERIFICATION:
-                out.append(event)
-                out.append(_verification(cursor.prompts, event))
-                cursor.prompts += 1
-                continue
-            if _ITERATION.match(event.text):
-                answering = False
-        out.append(event)
-    out.extend(cursor.rest())
-    return out
-
-
-def _verification(number: int, after: LogLine) -> MessageAdded:
-    message = Message(
-        id=f"self-verification-{number + 1}",
-        role=Role.USER,
-        kind=MessageKind.ATTACHMENT,
-        parts=(Part(type=PartType.TEXT, text=VERIFICATION_TEXT),),
-        timestamp=after.timestamp,
-    )
-    return MessageAdded(message=message, timestamp=after.timestamp)
-
-
-class _Stdout:
-    """The stdout's events, taken in order as the log's iterations place them."""
-
-    def __init__(self, events: list[Event]) -> None:
-        self.events: list[Event] = []
-        for event in events:
-            if isinstance(event, RequestSent):
-                continue  # the log counts the requests
-            if isinstance(event, SessionInfo) and "context_note" in event.extra:
-                extra = {k: v for k, v in event.extra.items() if k != "context_note"}
-                event = event.model_copy(update={"extra": extra})
-            self.events.append(event)
-        self.pos = 0
-        self.prompts = 0  # self-verification prompts added
-        self.warned = False
-
-    def _next(self) -> Message | None:
-        for event in self.events[self.pos :]:
-            if isinstance(event, MessageAdded):
-                return event.message
-        return None
-
-    def notes(self) -> list[Event]:
-        """The events up to the next message."""
-        start = self.pos
-        while self.pos < len(self.events) and not isinstance(self.events[self.pos], MessageAdded):
-            self.pos += 1
-        return self.events[start : self.pos]
-
-    def _take(self) -> list[Event]:
-        out = self.notes()
-        if self.pos < len(self.events):
-            out.append(self.events[self.pos])
-            self.pos += 1
-        return out
-
-    def text(self) -> list[Event]:
-        """A response's text, which comes before its tool calls, when it has one."""
-        message = self._next()
-        if message is None or message.role is not Role.ASSISTANT:
-            return []
-        if message.kind is not MessageKind.MESSAGE:
-            return []
-        return self._take()
-
-    def call(self, tool: str, line: LogLine) -> list[Event]:
-        """The call the log's ``Executing tool`` line names, and its result."""
-        message = self._next()
-        if message is None or message.kind is not MessageKind.TOOL_CALL:
-            return self._warn(line, f"no tool call of {tool!r} in the stdout here")
-        out = self._take()
-        if message.tool_name != tool:
-            out.extend(
-                self._warn(line, f"the stdout's call is {message.tool_name!r}, not {tool!r}")
-            )
-        result = self._next()
-        if result is not None and result.kind is MessageKind.TOOL_RESULT:
-            out.extend(self._take())
-        return out
-
-    def rest(self) -> list[Event]:
-        """What no iteration took: at the end, said once when it holds messages."""
-        rest = self.events[self.pos :]
-        self.pos = len(self.events)
-        left = sum(1 for e in rest if isinstance(e, MessageAdded))
-        if left and not self.warned:
-            rest.append(
-                LogLine(
-                    text=f"--merge: {left} stdout messages after the log's last iteration",
-                    level="warn",
-                    tag="merge",
-                )
-            )
-        return rest
-
-    def _warn(self, line: LogLine, what: str) -> list[Event]:
-        if self.warned:
-            return []
-        self.warned = True
-        text = f"--merge: the stdout and the stderr log disagree from here ({what})"
-        return [LogLine(text=text, level="warn", tag="merge", timestamp=line.timestamp)]
-
-
-# ------------------------------------------------------------------------------------------
-# Sniffers and registration
+# Sniffing
 
 _SNIFF_LOG = re.compile(r"^\[\d\d:\d\d:\d\d\] \[(\w+)\] ")
-_SNIFF_EVENT = re.compile(
-    r'^\{"(?:[^"\\]|\\.)*": .*"type": "(?:thread\.started|turn\.started|turn\.completed|'
-    r'turn\.failed|item\.started|item\.completed|item\.updated)"\}\s*$'
-)
-_SNIFF_TURN_STARTED = re.compile(r'^\{"type": "turn\.started"\}\s*$')
-_SNIFF_SESSION = re.compile(r'"thread_id": "sess_\d+"')
 
 
 def sniff_log(head: Head) -> float:
@@ -870,44 +534,3 @@ def sniff_log(head: Head) -> float:
     if known and len(tags) * 2 >= len(lines):
         return 0.95
     return 0.0
-
-
-def sniff_events(head: Head) -> float:
-    lines = head.lines[:500]
-    hits = 0
-    session = False
-    for index, line in enumerate(lines):
-        if _SNIFF_EVENT.match(line) or _SNIFF_TURN_STARTED.match(line):
-            hits += 1
-            session = session or bool(_SNIFF_SESSION.search(line))
-        elif line.lstrip().startswith("{") and not (
-            index == len(lines) - 1 and not line.rstrip().endswith("}")  # a cut last line
-        ):
-            return 0.0  # JSON of another shape: not this stream
-    if not hits:
-        return 0.0
-    return 0.95 if session else 0.85
-
-
-LOG_SPEC = register(
-    FormatSpec(
-        name="baseagent-log",
-        description="BaseAgent (SuperAgent) stderr log: [HH:MM:SS] [loop|compaction] lines",
-        reads="stderr of BaseAgent's agent.py (*.log)",
-        parser=BaseAgentLogParser,
-        sniff=sniff_log,
-        default_profile="baseagent",
-        stream_merge=merge_run,
-    )
-)
-EVENTS_SPEC = register(
-    FormatSpec(
-        name="baseagent-events",
-        description="BaseAgent (SuperAgent) stdout JSONL events (thread/turn/item)",
-        reads="stdout of BaseAgent's agent.py (*.jsonl)",
-        parser=BaseAgentEventsParser,
-        sniff=sniff_events,
-        default_profile="baseagent",
-        stream_merge=merge_run,
-    )
-)

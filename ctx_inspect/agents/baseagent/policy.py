@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ctx_inspect.agents.baseagent.profile import BaseAgentProfile
 from ctx_inspect.core.estimate import estimate_text
 from ctx_inspect.core.model import Message, MessageKind, Role
 from ctx_inspect.core.policies.base import (
@@ -47,7 +48,7 @@ from ctx_inspect.core.policies.base import (
     total,
     unchanged,
 )
-from ctx_inspect.core.policies.generic import (
+from ctx_inspect.core.policies.blocks import (
     Slot,
     chain,
     content_text,
@@ -58,7 +59,7 @@ from ctx_inspect.core.policies.generic import (
     rebuild,
     require,
 )
-from ctx_inspect.core.profiles import BaseAgentProfile, Profile
+from ctx_inspect.core.profiles import Profile
 
 NAME = "baseagent"
 PRUNE_MARKER = "[Old tool result content cleared]"

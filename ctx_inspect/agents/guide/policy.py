@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ctx_inspect.agents.guide.profile import GuideProfile
 from ctx_inspect.core.model import Message
 from ctx_inspect.core.policies.base import (
     Action,
@@ -42,7 +43,7 @@ from ctx_inspect.core.policies.base import (
     total,
     unchanged,
 )
-from ctx_inspect.core.policies.generic import (
+from ctx_inspect.core.policies.blocks import (
     Slot,
     chain,
     clear_output,
@@ -55,7 +56,7 @@ from ctx_inspect.core.policies.generic import (
     rebuild,
     require,
 )
-from ctx_inspect.core.profiles import GuideProfile, Profile
+from ctx_inspect.core.profiles import Profile
 
 NAME = "guide"
 PRUNE_MARKER = "[output pruned - context limit]"
