@@ -844,15 +844,18 @@ def sniff_events(head: Head) -> float:
 # ------------------------------------------------------------------------------------------
 # goagent-log
 
+# a ``%q`` body: runs of plain characters between escapes (``(?:[^"\\]|\\.)*`` matches the
+# same texts, but steps through a group per character: 40 times slower on a long value)
+_QUOTED_BODY = r'[^"\\]*(?:\\.[^"\\]*)*'
 LOG_LINE = re.compile(
     r"^\[(?P<level>[A-Z]+(?:[+-]\d+)?)\] "
     r"(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,3})?)"
     r'(?: (?P<src>[^\s"]+:\d+))? '
-    r'"(?P<msg>(?:[^"\\]|\\.)*)"(?P<attrs>.*)$'
+    rf'"(?P<msg>{_QUOTED_BODY})"(?P<attrs>.*)$'
 )
 # a key starts after a blank (a lookbehind: ``\s+`` in the pattern would scan a run of blanks
 # again from each of them, time growing with the square of the run's length)
-_ATTR = re.compile(r'(?<=\s)(?P<key>[^\s="]+)=(?P<value>"(?:[^"\\]|\\.)*"|\S*)')
+_ATTR = re.compile(rf'(?<=\s)(?P<key>[^\s="]+)=(?P<value>"{_QUOTED_BODY}"|\S*)')
 _GO_ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[0-7]{3}|.)")
 _SIMPLE_ESCAPES = {
     "a": "\a",
