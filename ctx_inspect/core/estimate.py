@@ -28,7 +28,6 @@ GENERIC_RULES: tuple[str, ...] = ("exact", "chars4")  # every other rule is an a
 AIAGENT_MESSAGE_OVERHEAD = 4  # tokenizer-registry.ts MESSAGE_OVERHEAD_TOKENS
 AIAGENT_TOOL_CALL_OVERHEAD = 2  # tokenizer-registry.ts TOOL_CALL_OVERHEAD_TOKENS
 AIAGENT_SCHEMA_FACTOR = 2.09  # context-guard.ts estimateToolSchemaTokens
-GOAGENT_IMAGE_CHARS = 4800  # compact.go: an image counts as 4800 chars (1200 tokens)
 FIFTH_EXACT_MIN_BYTES = 1000  # main.fs count-tokens: tiktoken only above 1000 chars
 EXACT_MESSAGE_OVERHEAD = 3  # Chat Completions framing per message (transcripts.md 3.4)
 
@@ -300,49 +299,6 @@ def _json_string_bytes(text: str) -> int:
 
 
 # --------------------------------------------------------------------------------------------
-# tiancaiamao/ai (pkg/compact/compact.go estimateMessageTokens)
-
-
-def _go_json(value: object) -> str:
-    """Go ``json.Marshal`` of a decoded map: sorted keys, compact, HTML characters escaped."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
-    for raw, escaped in (
-        ("<", "\\u003c"),
-        (">", "\\u003e"),
-        ("&", "\\u0026"),
-        ("\u2028", "\\u2028"),
-        ("\u2029", "\\u2029"),
-    ):
-        text = text.replace(raw, escaped)
-    return text
-
-
-_GOAGENT_TEXT_PARTS = _CONTENT_PARTS | {PartType.THINKING}
-
-
-def _goagent_message(message: Message) -> int:
-    """The text and thinking blocks' bytes, each tool call's name and arguments (re-encoded
-    as Go does), 4800 per image; a quarter of the sum, rounded up."""
-    if not message.visible:
-        return 0
-    chars = 0
-    for part in message.parts:  # one pass: the sum does not depend on the order
-        kind = part.type
-        if kind in _GOAGENT_TEXT_PARTS:
-            chars += utf8_len(part.text)
-        elif kind is PartType.TOOL_CALL:
-            chars += utf8_len(part.tool_name or "")
-            parsed, value = _parse_arguments(part.arguments)
-            if parsed:
-                chars += utf8_len(_go_json(value))
-            elif isinstance(value, str):
-                chars += utf8_len(value)
-        elif kind is PartType.IMAGE:
-            chars += GOAGENT_IMAGE_CHARS
-    return _ceil_div(chars, 4)
-
-
-# --------------------------------------------------------------------------------------------
 # Fifth (examples/context-manager/main.fs estimate-tokens / count-tokens)
 
 
@@ -405,7 +361,6 @@ CHARS4 = Rule("chars4", lambda m, c: _chars4(m.text), _chars4)
 _GENERIC: dict[str, agents.Estimator] = {"exact": EXACT, "chars4": CHARS4}
 
 AIAGENT = Rule("aiagent", _aiagent_message, _aiagent_text, True, _aiagent_list)
-GOAGENT = Rule("goagent", lambda m, c: _goagent_message(m), lambda t, c: _ceil_div(utf8_len(t), 4))
 FIFTH = Rule("fifth", lambda m, c: _fifth_text(m.text, c), _fifth_text, uses_counter=True)
 
 # --------------------------------------------------------------------------------------------
@@ -415,3 +370,5 @@ js_len = _js_len  # JavaScript ``String.length``: UTF-16 code units
 content_texts = _content_texts  # the texts of the content parts (text, tool result, attachment)
 tool_calls = _tool_calls  # the tool-call parts
 ceil_div = _ceil_div  # integer division rounded up
+parse_arguments = _parse_arguments  # tool-call arguments as decoded JSON, else their raw text
+CONTENT_PARTS = _CONTENT_PARTS  # the parts whose text is content: text, tool result, attachment

@@ -10,6 +10,10 @@ from typing import TypeVar
 
 import pytest
 
+from ctx_inspect.agents.goagent import reader_events, reader_log, reader_session
+from ctx_inspect.agents.goagent.reader_events import GoEventsParser
+from ctx_inspect.agents.goagent.reader_log import GoLogParser
+from ctx_inspect.agents.goagent.reader_session import GoSessionParser
 from ctx_inspect.core.model import (
     Compacted,
     ContextMeasured,
@@ -27,9 +31,8 @@ from ctx_inspect.core.model import (
     UsageReported,
 )
 from ctx_inspect.core.session import Session
-from ctx_inspect.formats import goagent, registry
+from ctx_inspect.formats import registry
 from ctx_inspect.formats.base import LineParser
-from ctx_inspect.formats.goagent import GoEventsParser, GoLogParser, GoSessionParser
 from ctx_inspect.formats.registry import HEAD_BYTES, Head
 from tests.corpus import foreign_paths, real_runs
 
@@ -326,17 +329,17 @@ def test_log_attributes_are_go_quoted() -> None:
         'tool=bash note="kept 2000 of 5120 lines" path="C:\\\\tmp\\\\out \\"x\\".txt" '
         'nl="a\\nb\\t\\u00e9\\x41\\xff"'
     )
-    assert goagent.LOG_LINE.match(line)
-    match = goagent.LOG_LINE.match(line)
+    assert reader_log.LOG_LINE.match(line)
+    match = reader_log.LOG_LINE.match(line)
     assert match is not None
-    assert goagent.go_unquote(match["msg"]) == '[ai] [Tool] Output "big"'
-    assert goagent.log_attrs(match["attrs"]) == {
+    assert reader_log.go_unquote(match["msg"]) == '[ai] [Tool] Output "big"'
+    assert reader_log.log_attrs(match["attrs"]) == {
         "tool": "bash",
         "note": "kept 2000 of 5120 lines",
         "path": 'C:\\tmp\\out "x".txt',
         "nl": "a\nb\téA\ufffd",
     }
-    assert goagent.go_unquote("\\101\\U0001F600\\q") == "A\U0001f600q"
+    assert reader_log.go_unquote("\\101\\U0001F600\\q") == "A\U0001f600q"
 
 
 @pytest.mark.parametrize(
@@ -534,7 +537,7 @@ def test_session_first_kept_not_on_the_path_keeps_nothing() -> None:
 
 
 def test_session_bodies_over_budget_are_not_re_added(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(goagent, "BODY_BUDGET_CHARS", 0)
+    monkeypatch.setattr(reader_session, "BODY_BUDGET_CHARS", 0)
     events = read(GoSessionParser, fixture("session.jsonl"))
     notes = [e for e in events if isinstance(e, LogLine) and "not kept" in e.text]
     assert len(notes) == 3
@@ -674,16 +677,16 @@ def test_sniffers_tell_the_three_apart() -> None:
         fixture("session.jsonl"),
         fixture("session_legacy.jsonl"),
     )
-    assert goagent.sniff_events(head(events)) == 0.95
-    assert goagent.sniff_events(head(fixture("head_variants.jsonl"))) == 0.9
-    assert goagent.sniff_session(head(events)) == 0.0
-    assert goagent.sniff_log(head(events)) == 0.0
-    assert goagent.sniff_log(head(log, "ai-123.log")) == 0.9
-    assert goagent.sniff_events(head(log)) == goagent.sniff_session(head(log)) == 0.0
-    assert goagent.sniff_session(head(tree)) == 0.95
-    assert goagent.sniff_events(head(tree)) == 0.0
-    assert goagent.sniff_session(head(legacy)) == 0.75
-    assert goagent.sniff_session(head(tree.split(b"\n")[0] + b"\n")) == 0.7  # header only
+    assert reader_events.sniff_events(head(events)) == 0.95
+    assert reader_events.sniff_events(head(fixture("head_variants.jsonl"))) == 0.9
+    assert reader_session.sniff_session(head(events)) == 0.0
+    assert reader_log.sniff_log(head(events)) == 0.0
+    assert reader_log.sniff_log(head(log, "ai-123.log")) == 0.9
+    assert reader_events.sniff_events(head(log)) == reader_session.sniff_session(head(log)) == 0.0
+    assert reader_session.sniff_session(head(tree)) == 0.95
+    assert reader_events.sniff_events(head(tree)) == 0.0
+    assert reader_session.sniff_session(head(legacy)) == 0.75
+    assert reader_session.sniff_session(head(tree.split(b"\n")[0] + b"\n")) == 0.7  # header only
 
 
 def test_sniff_a_head_cut_in_the_first_record_after_the_header() -> None:
@@ -691,12 +694,12 @@ def test_sniff_a_head_cut_in_the_first_record_after_the_header() -> None:
     big = "x" * HEAD_BYTES
     event = {"type": "message_end", "eventAt": 1, "message": {"role": "user", "content": big}}
     events = header + json.dumps(event).encode() + b"\n"
-    assert goagent.sniff_events(head(events)) == 0.95
-    assert goagent.sniff_session(head(events)) == 0.0
+    assert reader_events.sniff_events(head(events)) == 0.95
+    assert reader_session.sniff_session(head(events)) == 0.0
     entry = {"type": "message", "id": "a", "parentId": None, "message": {"content": big}}
     tree = header + json.dumps(entry).encode() + b"\n"
-    assert goagent.sniff_session(head(tree)) == 0.95
-    assert goagent.sniff_events(head(tree)) == 0.0
+    assert reader_session.sniff_session(head(tree)) == 0.95
+    assert reader_events.sniff_events(head(tree)) == 0.0
 
 
 @pytest.mark.parametrize(
@@ -728,15 +731,15 @@ def test_sessions_folder(tmp_path: Path) -> None:
     (project / "20260212-103000.meta.json").write_text("{}")
     (project / "current.json").write_text("{}")
     (project / "stray.jsonl").write_text('{"role":"user"}\n')
-    assert goagent.expand_sessions(project) == [old, head_layout]
-    assert goagent.expand_sessions(root) == [old, head_layout]
-    assert goagent.expand_sessions(old) == [old]
+    assert reader_session.expand_sessions(project) == [old, head_layout]
+    assert reader_session.expand_sessions(root) == [old, head_layout]
+    assert reader_session.expand_sessions(old) == [old]
     spec = registry.detect(project)
     assert spec.name == "goagent-session" and spec.folder and spec.expand is not None
     assert registry.detect(root).name == "goagent-session"
     (tmp_path / "empty").mkdir()
-    assert goagent.sniff_session(Head(path=tmp_path / "empty", data=b"", is_dir=True)) == 0.0
-    assert goagent.sniff_session(Head(path=tmp_path / "gone", data=b"", is_dir=True)) == 0.0
+    assert reader_session.sniff_session(Head(path=tmp_path / "empty", data=b"", is_dir=True)) == 0.0
+    assert reader_session.sniff_session(Head(path=tmp_path / "gone", data=b"", is_dir=True)) == 0.0
 
 
 @pytest.mark.corpus
@@ -795,6 +798,6 @@ def test_an_unreadable_folder_of_another_agent_is_not_a_session_tree(
         return real(path)  # type: ignore[call-overload]
 
     monkeypatch.setattr(os, "scandir", scandir)
-    assert goagent.sniff_session(Head(path=root, data=b"", is_dir=True)) == 0.0
+    assert reader_session.sniff_session(Head(path=root, data=b"", is_dir=True)) == 0.0
     (root / "--home-dev--").mkdir()
-    assert goagent.sniff_session(Head(path=root, data=b"", is_dir=True)) == 0.9
+    assert reader_session.sniff_session(Head(path=root, data=b"", is_dir=True)) == 0.9

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ctx_inspect.agents.goagent.profile import GoAgentProfile
 from ctx_inspect.core.guard import ContextGuard, GuardTargetConfig
 from ctx_inspect.core.model import GuardStatus, Message, MessageKind, Part, PartType, Role
 from ctx_inspect.core.policies.aiagent import (
@@ -19,7 +20,7 @@ from ctx_inspect.core.policies.aiagent import (
     truncate_to_bytes,
 )
 from ctx_inspect.core.policies.base import Action, ContextItem, ItemStatus, Policy, full_changes
-from ctx_inspect.core.profiles import AiAgentProfile, GoAgentProfile
+from ctx_inspect.core.profiles import AiAgentProfile
 from ctx_inspect.errors import ConfigError
 
 _: Policy = POLICY  # the module satisfies the policy contract

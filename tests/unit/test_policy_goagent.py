@@ -9,6 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ctx_inspect.agents.goagent.messages import digest_line, heuristic_tool_summary
+from ctx_inspect.agents.goagent.policy import POLICY
+from ctx_inspect.agents.goagent.profile import GoAgentProfile
+from ctx_inspect.agents.goagent.tool_output import limit_tool_output
+from ctx_inspect.agents.goagent.trigger import context_tokens, derived_limits, split_by_token_budget
 from ctx_inspect.core.model import Message, MessageKind, Part, PartType, Role
 from ctx_inspect.core.policies.base import (
     Action,
@@ -18,16 +23,7 @@ from ctx_inspect.core.policies.base import (
     Policy,
     full_changes,
 )
-from ctx_inspect.core.policies.goagent import (
-    POLICY,
-    _limits,
-    context_tokens,
-    digest_line,
-    heuristic_tool_summary,
-    limit_tool_output,
-    split_by_token_budget,
-)
-from ctx_inspect.core.profiles import AiAgentProfile, GoAgentProfile
+from ctx_inspect.core.profiles import AiAgentProfile
 from ctx_inspect.errors import ConfigError, InspectorError
 
 _: Policy = POLICY  # the module satisfies the policy contract
@@ -584,16 +580,16 @@ def test_the_figures_a_profile_derives_are_its_own_whichever_profile_came_first(
     wide = GoAgentProfile(context_window=100_000)
     narrow = GoAgentProfile(compactor="in_memory", context_window=40_000, keep_recent_tokens=30_000)
     for profile in (wide, narrow, PROFILE, wide):
-        limits = _limits(profile)
+        limits = derived_limits(profile)
         assert limits == (
             profile.has_threshold(),
             profile.threshold(),
             profile.limit_source(),
             profile.effective_keep_recent_tokens(),
         )
-    assert _limits(wide).threshold == 83_616 and _limits(narrow).threshold == 23_616
-    assert _limits(narrow).keep_recent_tokens == 11_808  # half the limit, under the setting
-    assert _limits(GoAgentProfile(max_tokens=0)).active is False
+    assert derived_limits(wide).threshold == 83_616 and derived_limits(narrow).threshold == 23_616
+    assert derived_limits(narrow).keep_recent_tokens == 11_808  # half the limit, under the setting
+    assert derived_limits(GoAgentProfile(max_tokens=0)).active is False
     items = [user("u", 30_000), assistant("a", 1)]
     assert POLICY.compact(items, narrow, est, FakeSummarizer()).fired
     assert not POLICY.compact(items, wide, est, FakeSummarizer()).fired
