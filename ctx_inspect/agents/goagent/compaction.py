@@ -20,7 +20,7 @@ from ctx_inspect.agents.goagent.messages import (
     SESSION_SUMMARY_PREFIX,
     SESSION_SUMMARY_SUFFIX,
     SUMMARY_PREFIX,
-    archived_copy,
+    archive,
     digest_line,
     fmt,
     go_text,
@@ -299,18 +299,8 @@ def _digest_recent(
     lines: list[str] = []
     for idx in visible[:excess]:
         original = recent[idx]
-        archived = archived_copy(original.message)
-        tokens = estimate(archived)
-        items[idx] = ContextItem(archived, tokens, original.index)
-        changes.append(
-            ItemChange(
-                original.id,
-                ItemStatus.ARCHIVED,
-                original.tokens,
-                tokens,
-                "hidden from the model, kept for the user",
-            )
-        )
+        items[idx], change = archive(original, estimate)
+        changes.append(change)
         lines.append(digest_line(original.message))
     message = user_message(
         f"{NAME}:digest:{recent[-1].id}",

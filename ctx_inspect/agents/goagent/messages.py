@@ -11,7 +11,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ctx_inspect.core.model import Message, MessageKind, Part, PartType, Role
-from ctx_inspect.core.policies.base import ContextItem, ContextList
+from ctx_inspect.core.policies.base import (
+    ContextItem,
+    ContextList,
+    Estimate,
+    ItemChange,
+    ItemStatus,
+)
 
 # compact.go's rebuilt context: the in-memory compactor's summary message
 SUMMARY_PREFIX = "[Previous conversation summary]\n\n"
@@ -143,14 +149,24 @@ def tool_summary_text(message: Message, summary: str) -> str:
 
 
 def user_message(message_id: str, text: str, kind: MessageKind) -> Message:
+    """A user message of one text block (a digest, a tool summary)."""
     return Message(
         id=message_id, role=Role.USER, kind=kind, parts=(Part(type=PartType.TEXT, text=text),)
     )
 
 
-def archived_copy(message: Message) -> Message:
-    """A tool result hidden from the model and kept for the user."""
-    return message.model_copy(update={"visible": False, "kind": MessageKind.ARCHIVED})
+def archive(item: ContextItem, estimate: Estimate) -> tuple[ContextItem, ItemChange]:
+    """A tool result hidden from the model and kept for the user, and the change it is."""
+    message = item.message.model_copy(update={"visible": False, "kind": MessageKind.ARCHIVED})
+    tokens = estimate(message)
+    change = ItemChange(
+        item.id,
+        ItemStatus.ARCHIVED,
+        item.tokens,
+        tokens,
+        "hidden from the model, kept for the user",
+    )
+    return ContextItem(message, tokens, item.index), change
 
 
 _TOOLS_FROM = "goagent:visible-tool-results-from"  # a ContextList mark: none before it

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from ctx_inspect.agents.goagent.compaction import compact
 from ctx_inspect.agents.goagent.messages import (
     EMPTY_OUTPUT,
-    archived_copy,
+    archive,
     fmt,
     go_text,
     heuristic_tool_summary,
@@ -293,18 +293,8 @@ class GoAgentPolicy:
             original = items[idx]
             summary, fell_back = self._summarize_tool(original.message, profile, summarizer)
             fallbacks += fell_back
-            archived = archived_copy(original.message)
-            archived_tokens = estimate(archived)
-            replacements[idx] = ContextItem(archived, archived_tokens, original.index)
-            changes.append(
-                ItemChange(
-                    original.id,
-                    ItemStatus.ARCHIVED,
-                    original.tokens,
-                    archived_tokens,
-                    "hidden from the model, kept for the user",
-                )
-            )
+            replacements[idx], change = archive(original, estimate)
+            changes.append(change)
             message = user_message(
                 f"{NAME}:tool-summary:{original.id}",
                 tool_summary_text(original.message, summary),
