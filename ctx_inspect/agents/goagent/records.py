@@ -187,6 +187,7 @@ def convert_message(raw: Any, message_id: str, timestamp: str | None = None) -> 
 def make_summary(
     message_id: str, text: str, timestamp: str | None, kind: MessageKind = MessageKind.SUMMARY
 ) -> Message:
+    """The summary message the agent puts in its list (a compaction's, a branch's)."""
     return Message(
         id=message_id,
         role=Role.USER,
@@ -197,6 +198,7 @@ def make_summary(
 
 
 def header_info(obj: dict[str, Any], timestamp: str | None) -> SessionInfo:
+    """What the session header line says of the session (its id, version, working folder)."""
     extra: dict[str, Any] = {}
     for key, name in (
         ("cwd", "cwd"),
@@ -217,10 +219,12 @@ def header_info(obj: dict[str, Any], timestamp: str | None) -> SessionInfo:
 
 
 def is_header(obj: dict[str, Any]) -> bool:
+    """Whether a record is the session header (``{"type": "session", ...}``)."""
     return obj.get("type") == "session"
 
 
 def load_record(line: bytes) -> Any:
+    """A JSON line's value (read again as text with broken UTF-8 replaced), None if none."""
     try:
         return orjson.loads(line)
     except orjson.JSONDecodeError:
