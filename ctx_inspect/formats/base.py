@@ -31,8 +31,9 @@ import orjson
 from pydantic import BaseModel
 
 from ctx_inspect.core.model import Event, Message, MessageAdded, ParseIssue, SourceSpan
-from ctx_inspect.core.packed import LogEntry, RequestEntry, UsageEntry, build, make_span
+from ctx_inspect.core.packed import LogEntry, RequestEntry, UsageEntry
 from ctx_inspect.core.session import MessageEntry
+from ctx_inspect.core.unvalidated import build, make_span
 from ctx_inspect.formats import parallel_read
 
 EXCERPT_CHARS = 120

@@ -37,6 +37,11 @@ into the event and has no ``id`` or ``source``) become:
   ``agent_state_changed`` and ``null`` observations: ``LogLine`` (never sent to the model).
 - ``llm_metrics`` (accumulated usage) and a record's ``metrics``: ``SessionInfo`` extra, never
   context (the per-call figures come from each ``model_response``).
+
+One format, one module, longer than most: every container above holds the same events, and the
+reader, the session-folder snapshot and the sniffer all read that one vocabulary (the list
+above). Most of the length is the event kinds themselves, one method each; split by container
+or by kind, each part would need the others' knowledge of the events.
 """
 
 from __future__ import annotations
@@ -72,10 +77,10 @@ from ctx_inspect.formats.chat_common import (
     as_str,
     compact_json,
     kind_for,
-    parse_prefix,
     text_part,
     type_name,
 )
+from ctx_inspect.formats.json_prefix import parse_prefix
 from ctx_inspect.formats.registry import FormatSpec, Head, SnapshotSession, register
 
 NOT_SENT_ACTIONS = frozenset(
