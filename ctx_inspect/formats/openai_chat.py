@@ -46,7 +46,8 @@ TEXT_TYPES = frozenset({"text", "input_text", "output_text"})
 
 
 def openai_usage(raw: Any) -> Usage | None:
-    """Chat Completions usage (``prompt_tokens`` already counts the cached tokens)."""
+    """Chat Completions usage (``prompt_tokens`` already counts the cached tokens; the
+    Responses API's names, ``input_tokens`` and ``output_tokens``, are read too)."""
     if not isinstance(raw, dict):
         return None
     prompt = raw.get("prompt_tokens", raw.get("input_tokens"))

@@ -129,6 +129,27 @@ def _taken(first: object, reports: _Reports) -> tuple[bool, bool]:
     return any(item is True for item in items), _END in items
 
 
+class _Pacer:
+    """When a watcher's reader yields: at once after a change that may concern the input, else
+    once ``interval`` seconds have passed since it last yielded (``last``)."""
+
+    def __init__(self, interval: float, last: float) -> None:
+        self.interval = interval
+        self.last = last
+
+    def wait(self) -> float:
+        """How long to wait for the next report before yielding anyway."""
+        return max(0.0, self.last + self.interval - time.monotonic())
+
+    def due(self, relevant: bool) -> bool:
+        """Whether to yield now (and it counts as the last time)."""
+        now = time.monotonic()
+        if relevant or now - self.last >= self.interval:
+            self.last = now
+            return True
+        return False
+
+
 async def watch_input(
     path: str | os.PathLike[str],
     *,
@@ -177,17 +198,14 @@ async def watch_input(
     await asyncio.sleep(0)  # let the watcher start before the first read
     try:
         yield False
-        last = time.monotonic()
+        pacer = _Pacer(poll_interval, time.monotonic())
         while not stop.is_set():
-            timeout = max(0.0, last + poll_interval - time.monotonic())
             try:
-                item = await asyncio.wait_for(ticks.get(), timeout)
+                item = await asyncio.wait_for(ticks.get(), pacer.wait())
             except TimeoutError:
                 item = False
             relevant, ended = _taken(item, ticks)
-            now = time.monotonic()
-            if relevant or now - last >= poll_interval:
-                last = now
+            if pacer.due(relevant):
                 yield relevant
             if ended:
                 return
@@ -240,17 +258,14 @@ def watch_input_sync(
     try:
         yield False
         # The watcher may not have started when the first value was read: read again soon.
-        last = time.monotonic() - poll_interval + min(poll_interval, 0.1)
+        pacer = _Pacer(poll_interval, time.monotonic() - poll_interval + min(poll_interval, 0.1))
         while not halt.is_set():
-            timeout = max(0.0, last + poll_interval - time.monotonic())
             try:
-                item = ticks.get(timeout=timeout)
+                item = ticks.get(timeout=pacer.wait())
             except queue.Empty:
                 item = False
             relevant, ended = _taken(item, ticks)
-            now = time.monotonic()
-            if relevant or now - last >= poll_interval:
-                last = now
+            if pacer.due(relevant):
                 yield relevant
             if ended:
                 return
