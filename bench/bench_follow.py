@@ -39,16 +39,8 @@ from pathlib import Path
 
 import watchfiles
 
-from ctx_inspect.sources.follow import (
-    DEBOUNCE_MS,
-    POLL_DELAY_MS,
-    POLL_INTERVAL,
-    STEP_MS,
-    Change,
-    Chunk,
-    follow,
-    follow_sync,
-)
+from ctx_inspect.sources.follow import Change, Chunk, follow, follow_sync
+from ctx_inspect.sources.watch import DEBOUNCE_MS, POLL_DELAY_MS, POLL_INTERVAL, STEP_MS
 
 WRITER = r"""
 import os, sys, time

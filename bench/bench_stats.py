@@ -5,7 +5,7 @@ Measures, in one process and in alternating order (three runs each, medians):
 - reference: read the file line by line and ``orjson.loads`` every line;
 - ours:      exactly what ``ctx-inspect stats --no-exact --json FILE`` computes (the loader with
   ``count_exact=False, tokenize=False``, then the summary); a file this big is read on two cores
-  when a CPU is idle at the start (``formats.base.read_file``), else on one;
+  when a CPU is idle at the start (``formats.parallel_read``), else on one;
 - one core:  the same, read on one core whatever the machine (``--one-core``);
 - two cores: the same, read on two cores whatever the machine (``--two-cores``);
 
@@ -37,7 +37,7 @@ import orjson
 from ctx_inspect.app.config import build_profile
 from ctx_inspect.app.loader import open_inputs
 from ctx_inspect.core.stats import RunFacts, summarize
-from ctx_inspect.formats import base
+from ctx_inspect.formats import parallel_read
 
 DEFAULT_FILE = Path(__file__).parent / "data" / "claude_code_1024m_seed7.jsonl"
 TARGET_RATIO = 1.5
@@ -57,15 +57,15 @@ def reference(path: Path) -> int:
 def ours(path: Path, variant: str = "stats") -> dict[str, Any]:
     """Exactly what `ctx-inspect stats --no-exact --json FILE` computes (``variant`` "one-core"
     or "two-cores": read that way whatever the machine)."""
-    threshold, idle = base.PARALLEL_MIN_BYTES, base._idle_cpu
+    threshold, idle = parallel_read.PARALLEL_MIN_BYTES, parallel_read._idle_cpu
     if variant == "one-core":
-        base.PARALLEL_MIN_BYTES = 1 << 62
+        parallel_read.PARALLEL_MIN_BYTES = 1 << 62
     elif variant == "two-cores":
-        base._idle_cpu = lambda samples=5: True
+        parallel_read._idle_cpu = lambda samples=5: True
     try:
         return _summaries(path)[0]
     finally:
-        base.PARALLEL_MIN_BYTES, base._idle_cpu = threshold, idle
+        parallel_read.PARALLEL_MIN_BYTES, parallel_read._idle_cpu = threshold, idle
 
 
 def _summaries(path: Path) -> list[dict[str, Any]]:

@@ -46,19 +46,16 @@ from ctx_inspect.formats.base import DocumentParser, Parser
 from ctx_inspect.formats.registry import FormatSpec, SnapshotSession
 from ctx_inspect.sources.follow import (
     BATCH_BYTES,
-    DEBOUNCE_MS,
-    POLL_INTERVAL,
     Change,
     Chunk,
     FileFollower,
     follow,
     follow_sync,
     input_signature,
-    watch_input,
-    watch_input_sync,
 )
 from ctx_inspect.sources.reader import iter_chunks, read_span
 from ctx_inspect.sources.stream import Spool
+from ctx_inspect.sources.watch import DEBOUNCE_MS, POLL_INTERVAL, watch_input, watch_input_sync
 
 # Files beside a whole input that change when it does (SQLite's write-ahead log and journal).
 WHOLE_INPUT_SIBLINGS: tuple[str, ...] = ("-wal", "-journal")

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctx_inspect.core.facts import Survival, survival
+from ctx_inspect.core.facts import Fact, Survival, message_fact_texts, survival_of
 from ctx_inspect.core.policies.base import ContextItem, ItemStatus, PolicyResult, full_changes
 
 TEXT_DIFF_LINES = 400
@@ -99,7 +99,7 @@ def diff_action(before: Sequence[ContextItem], result: PolicyResult) -> ActionDi
     after_by_id = {item.id: item for item in result.items}
     before_by_id = {item.id: item for item in before}
     rows: list[MessageDiff] = []
-    removed_texts: list[str] = []
+    at_risk: set[Fact] = set()  # the facts of the removed messages
     for change in full_changes(before, result):
         old = before_by_id.get(change.id)
         new = after_by_id.get(change.id)
@@ -109,7 +109,8 @@ def diff_action(before: Sequence[ContextItem], result: PolicyResult) -> ActionDi
         lines: tuple[str, ...] = ()
         old_text = old.message.text if old is not None else ""
         if change.status in REMOVING and old is not None:
-            removed_texts.append(old_text)
+            for kind, values in message_fact_texts(old.message, old_text).items():
+                at_risk.update(Fact(kind, value) for value in values)
         if old is not None and new is not None and old_text != new.message.text:
             lines = _text_diff(old_text, new.message.text, change.id)
         rows.append(
@@ -135,7 +136,7 @@ def diff_action(before: Sequence[ContextItem], result: PolicyResult) -> ActionDi
         tokens_after=result.tokens_after,
         messages_before=sum(1 for i in before if i.message.visible),
         messages_after=len(visible_after),
-        survived=survival(removed_texts, visible_after),
+        survived=survival_of(at_risk, visible_after),
         details=dict(result.details),
     )
 

@@ -27,41 +27,38 @@ surrounding whitespace) and shown, like every transcript text, as plain text.
 
 from __future__ import annotations
 
-import contextlib
 import http.client
-import ipaddress
 import json
 import os
 import re
-import socket
-import sys
-import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+
+from ctx_inspect.core.http_exchange import MAX_REPLY_BYTES, Exchange, Reply, is_loopback
 from ctx_inspect.core.model import Message, MessageKind, PartType
 from ctx_inspect.errors import ConfigError, InspectorError
 
 __all__ = [
     "MAX_REPLY_BYTES",
     "MAX_TIMEOUT_SECONDS",
+    "SETTING_NAMES",
+    "EndpointSettings",
     "OpenAICompatibleSummarizer",
     "SummarizerError",
+    "endpoint_from_config",
     "render_conversation",
     "system_prompt",
 ]
 
 MAX_PART_CHARS = 8_000  # a longer part is sent as its head and tail
-MAX_REPLY_BYTES = 4 * 1024 * 1024  # a summary is a few KB; a reply past this is not one
-MAX_ERROR_BODY_BYTES = 64 * 1024  # what is read of an error reply, for the server's message
 MAX_BACKOFF_SECONDS = 5.0
 MAX_TIMEOUT_SECONDS = 3600.0
-_READ_BYTES = 64 * 1024
 _SNIPPET = 160
 _ERROR_TEXT_CHARS = 8_192  # what is searched for the message of an error page
 
@@ -119,206 +116,6 @@ def render_conversation(messages: Sequence[Message]) -> str:
             elif part.text:
                 blocks.append(f"[{role}]\n{_clip(part.text)}")
     return "\n\n".join(blocks)
-
-
-# --------------------------------------------------------------------------------------------
-# One exchange under a deadline
-
-
-@dataclass(frozen=True)
-class _Reply:
-    status: int
-    reason: str
-    headers: Mapping[str, str]  # names in lower case
-    body: bytes  # at most the cap it was read under, plus one byte when there was more
-    complete: bool  # False: the body went past its cap and was not read further
-
-
-class _Cutter:
-    """The sockets one exchange opened, shut down when its caller stops waiting: a read or
-    write blocked on them then ends at once, and so does the exchange's thread."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._sockets: list[socket.socket] = []
-        self._cut = False
-
-    def opened(self, sock: socket.socket | None) -> None:
-        if sock is None:
-            return
-        with self._lock:
-            self._sockets.append(sock)
-            if self._cut:
-                _shut(sock)
-
-    def cut(self) -> None:
-        with self._lock:
-            self._cut = True
-            for sock in self._sockets:
-                _shut(sock)
-
-
-def _shut(sock: socket.socket) -> None:
-    # the plain socket's shutdown, also for a TLS socket (whose own would unwrap it first);
-    # an error means it is closed already
-    with contextlib.suppress(OSError):
-        socket.socket.shutdown(sock, socket.SHUT_RDWR)
-
-
-class _CutAtDeadline:
-    """Mixed into a connection: once connected (TLS included), its socket goes to the
-    exchange's cutter."""
-
-    def __init__(self, host: str, /, *, cutter: _Cutter | None = None, **kwargs: Any) -> None:
-        super().__init__(host, **kwargs)  # type: ignore[call-arg]  # the connection's own
-        self.cutter = cutter
-
-    def connect(self) -> None:
-        super().connect()  # type: ignore[misc]  # the connection's own
-        if self.cutter is not None:
-            self.cutter.opened(getattr(self, "sock", None))
-
-
-class _HTTPConnection(_CutAtDeadline, http.client.HTTPConnection):
-    pass
-
-
-class _HTTPSConnection(_CutAtDeadline, http.client.HTTPSConnection):
-    pass
-
-
-class _HTTPHandler(urllib.request.HTTPHandler):
-    def __init__(self, cutter: _Cutter) -> None:
-        super().__init__()
-        self.cutter = cutter
-
-    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        return self.do_open(_HTTPConnection, req, cutter=self.cutter)
-
-
-class _HTTPSHandler(urllib.request.HTTPSHandler):
-    def __init__(self, cutter: _Cutter) -> None:
-        import ssl
-
-        self.context = ssl.create_default_context()
-        self.context.set_alpn_protocols(["http/1.1"])
-        super().__init__(context=self.context)
-        self.cutter = cutter
-
-    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        return self.do_open(_HTTPSConnection, req, cutter=self.cutter, context=self.context)
-
-
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    """A redirect is answered as the error it is here: the request goes only where it was
-    configured to go (another host would receive the conversation and the key)."""
-
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-
-class _Exchange:
-    """One POST and its reply, on a thread of its own (``run``); ``outcome`` waits for it until
-    the deadline and no longer."""
-
-    def __init__(
-        self,
-        request: urllib.request.Request,
-        deadline: float,
-        clock: Callable[[], float],
-        direct: bool,
-    ) -> None:
-        self.request = request
-        self.deadline = deadline
-        self.clock = clock
-        self.direct = direct  # no proxy (a loopback server)
-        self.cutter = _Cutter()
-        self.done = threading.Event()
-        self.reply: _Reply | None = None
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        try:
-            self.reply = self._exchange()
-        except BaseException as exc:  # handed over to the caller, which raises or reports it
-            self.error = exc
-        finally:
-            self.done.set()
-
-    def outcome(self) -> _Reply | BaseException | None:
-        """The reply, what went wrong, or None when the deadline came first (the connection is
-        then cut, so the thread ends too)."""
-        thread = threading.Thread(target=self.run, name="summarizer request", daemon=True)
-        thread.start()
-        if not self.done.wait(max(0.0, self.deadline - self.clock())):
-            self.cutter.cut()
-            return None
-        return self.error if self.error is not None else self.reply
-
-    def _exchange(self) -> _Reply:
-        handlers: list[urllib.request.BaseHandler] = [_HTTPHandler(self.cutter), _NoRedirects()]
-        if self.request.type == "https":
-            handlers.append(_HTTPSHandler(self.cutter))
-        if self.direct:
-            handlers.append(urllib.request.ProxyHandler({}))  # never send loopback via a proxy
-        opener = urllib.request.build_opener(*handlers)
-        timeout = max(0.001, self.deadline - self.clock())
-        try:
-            response = opener.open(self.request, timeout=timeout)
-        except urllib.error.HTTPError as exc:
-            with exc:
-                stream = exc.fp
-                body, complete = (
-                    self._read(stream, MAX_ERROR_BODY_BYTES) if stream is not None else (b"", True)
-                )
-                return _Reply(exc.code, str(exc.reason), _headers(exc.headers), body, complete)
-        with response:
-            body, complete = self._read(response, MAX_REPLY_BYTES, _length(response))
-            return _Reply(
-                response.status, response.reason, _headers(response.headers), body, complete
-            )
-
-    def _read(self, stream: Any, cap: int, announced: int | None = None) -> tuple[bytes, bool]:
-        """At most ``cap`` bytes (and one more, to tell that there were more), piece by piece
-        as they arrive, until the end or the deadline."""
-        if announced is not None and announced > cap:
-            return b"", False  # not read at all: the server said how much it would send
-        read = getattr(stream, "read1", None) or stream.read
-        chunks: list[bytes] = []
-        size = 0
-        while size <= cap:
-            if self.clock() >= self.deadline:
-                raise TimeoutError("the deadline passed while reading the reply")
-            chunk = read(min(_READ_BYTES, cap + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        return b"".join(chunks), size <= cap
-
-
-def _headers(headers: Any) -> dict[str, str]:
-    if headers is None:
-        return {}
-    return {str(name).lower(): str(value) for name, value in headers.items()}
-
-
-def _length(response: http.client.HTTPResponse) -> int | None:
-    value = (response.getheader("Content-Length") or "").strip()
-    if not value.isdecimal():
-        return None
-    return int(value) if len(value) <= 18 else sys.maxsize
-
-
-def _is_loopback(host: str | None) -> bool:
-    if not host:
-        return False
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 # --------------------------------------------------------------------------------------------
@@ -413,7 +210,7 @@ class OpenAICompatibleSummarizer:
         self.backoff = backoff
         self._sleep = sleep
         self._clock = clock
-        self._direct = _is_loopback(parsed.hostname)
+        self._direct = is_loopback(parsed.hostname)
 
     # -- the call -------------------------------------------------------------------------
 
@@ -491,7 +288,7 @@ class OpenAICompatibleSummarizer:
         self, body: bytes, headers: dict[str, str], key: str | None, deadline: float
     ) -> str:
         request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
-        outcome = _Exchange(request, deadline, self._clock, self._direct).outcome()
+        outcome = Exchange(request, deadline, self._clock, self._direct).outcome()
         if outcome is None:
             raise _Retry(self._timed_out())
         if isinstance(outcome, BaseException):
@@ -543,14 +340,14 @@ class OpenAICompatibleSummarizer:
             "Summarizer unreachable", _redact(f"the connection to {self.url} failed: {what}", key)
         )
 
-    def _http_error(self, reply: _Reply, key: str | None) -> SummarizerError:
+    def _http_error(self, reply: Reply, key: str | None) -> SummarizerError:
         detail = _server_message(reply.body, key) or _snippet(reply.reason, key) or "no message"
         return SummarizerError(
             "Summarizer request failed",
             _redact(f"HTTP {reply.status} from {self.url}: {detail}", key),
         )
 
-    def _content(self, reply: _Reply, key: str | None) -> str:
+    def _content(self, reply: Reply, key: str | None) -> str:
         def malformed(what: str) -> SummarizerError:
             return SummarizerError(
                 "Summarizer reply malformed", _redact(f"{self.url}: {what}", key)
@@ -708,3 +505,79 @@ def _redact(text: str, key: str | None) -> str:
     if key:
         text = text.replace(key, "[redacted]")
     return _printable(text)
+
+
+# --------------------------------------------------------------------------------------------
+# Its settings
+
+SETTING_PREFIX = "summarizer_"  # a setting's name in the configuration: the prefix, the field
+_TITLE = "Invalid summarizer setting"
+_Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+
+
+class EndpointSettings(BaseModel):
+    """The settings of an OpenAI-compatible summarizer (each named ``summarizer_<field>`` in the
+    configuration): strict (no silent coercion), closed and frozen, as a profile's are. A
+    field's description is what it expects, as an error says it."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True, allow_inf_nan=False)
+
+    base_url: _Text = Field(description="a non-empty string")
+    model: _Text = Field(description="a non-empty string")
+    # the NAME of the environment variable that holds the key (never the key: not echoed)
+    api_key_env: str | None = Field(None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    # the most one summary takes, all attempts included
+    timeout: float = Field(
+        60.0,
+        gt=0,
+        le=MAX_TIMEOUT_SECONDS,
+        description=f"a number of seconds > 0 and at most {MAX_TIMEOUT_SECONDS:g}",
+    )
+    retries: int = Field(2, ge=0, le=10, description="an integer from 0 to 10")
+    max_tokens: int | None = Field(None, gt=0, description="an integer > 0")
+
+
+SETTING_NAMES: tuple[str, ...] = tuple(
+    SETTING_PREFIX + name for name in EndpointSettings.model_fields
+)
+
+
+def endpoint_from_config(config: Mapping[str, object]) -> OpenAICompatibleSummarizer:
+    """The summarizer the ``summarizer_*`` keys of ``config`` describe (other keys are left to
+    their owners); a ConfigError names the first setting that is missing or invalid."""
+    values = {
+        key.removeprefix(SETTING_PREFIX): value
+        for key, value in config.items()
+        if key.startswith(SETTING_PREFIX)
+    }
+    try:
+        settings = EndpointSettings.model_validate(values)
+    except ValidationError as exc:
+        raise _settings_error(exc, values) from None
+    return OpenAICompatibleSummarizer(
+        settings.base_url,
+        settings.model,
+        api_key_env=settings.api_key_env,
+        timeout=settings.timeout,
+        retries=settings.retries,
+        max_tokens=settings.max_tokens,
+    )
+
+
+def _settings_error(exc: ValidationError, values: Mapping[str, object]) -> ConfigError:
+    error = exc.errors(include_url=False)[0]
+    field = str(error["loc"][0]) if error["loc"] else ""
+    key = SETTING_PREFIX + field
+    value = values.get(field)
+    if error["type"] == "extra_forbidden":
+        return ConfigError(_TITLE, f"unknown setting {key!r}; known: {', '.join(SETTING_NAMES)}")
+    if field == "api_key_env":  # never echo the value: it may be the key itself, misplaced
+        return ConfigError(
+            _TITLE,
+            "summarizer_api_key_env must be the NAME of an environment variable (letters, "
+            "digits and underscores, e.g. OPENAI_API_KEY), not the key itself",
+        )
+    if error["type"] == "missing" or (value is None and field in ("base_url", "model")):
+        return ConfigError(_TITLE, f'{key} is required when summarizer = "openai"')
+    expected = EndpointSettings.model_fields[field].description
+    return ConfigError(_TITLE, f"{key}: expected {expected}, got {value!r}")

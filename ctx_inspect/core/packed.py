@@ -22,6 +22,7 @@ from itertools import groupby, repeat
 from operator import attrgetter, is_, itemgetter
 from typing import Any, NamedTuple
 
+from ctx_inspect.core.columns import ObjectColumn, widened
 from ctx_inspect.core.model import (
     ContextMeasured,
     Event,
@@ -31,6 +32,7 @@ from ctx_inspect.core.model import (
     Usage,
     UsageReported,
 )
+from ctx_inspect.core.unvalidated import always_plain, build, is_plain, make_span, shared_set
 
 
 class RequestEntry(NamedTuple):
@@ -107,86 +109,6 @@ _INTERNED = frozenset({"thread", "model", "level", "tag", "label"})
 _NO_TOTAL = -(2**63)
 _SOURCE_LIMIT = 2**15
 
-_new = object.__new__
-_setattr = object.__setattr__
-_SHARED_SETS: dict[frozenset[str], set[str]] = {}
-
-
-def shared_set(fields: set[str]) -> set[str]:
-    """One set object for every model with these fields set (the models are frozen: pydantic
-    copies the set before it changes one, in ``model_copy``)."""
-    key = frozenset(fields)
-    shared = _SHARED_SETS.get(key)
-    if shared is None:
-        shared = _SHARED_SETS[key] = set(key)
-    return shared
-
-
-def build(cls: type[Any], data: dict[str, Any], fields: set[str]) -> Any:
-    """A model from values it was validated with before (no validation again)."""
-    model = _new(cls)
-    _setattr(model, "__dict__", data)
-    _setattr(model, "__pydantic_fields_set__", fields)
-    _setattr(model, "__pydantic_extra__", None)
-    _setattr(model, "__pydantic_private__", None)
-    return model
-
-
-def updated(model: Any, changes: dict[str, Any]) -> Any:
-    """``model.model_copy(update=changes)`` (the changed fields join its fields-set) without
-    pydantic's copying, for a model with neither extra nor private values (else: pydantic's)."""
-    if not _plain(model):
-        return model.model_copy(update=changes)
-    fields = model.__pydantic_fields_set__
-    return build(type(model), {**model.__dict__, **changes}, shared_set(fields | changes.keys()))
-
-
-_SPAN_SET = shared_set({"source", "offset", "length", "line"})
-_span_checked: list[bool] = []  # whether building spans without validation gives the same
-
-
-def make_span(source: int, offset: int, length: int, line: int) -> SourceSpan:
-    """``SourceSpan(source=..., offset=..., length=..., line=...)`` without validation (one per
-    input line and per body read back). Checked once against the validating constructor; on a
-    difference it validates from then on."""
-    if _span_checked and not _span_checked[0]:
-        return SourceSpan(source=source, offset=offset, length=length, line=line)
-    data = {"source": source, "offset": offset, "length": length, "line": line}
-    span: SourceSpan = build(SourceSpan, data, _SPAN_SET)
-    if not _span_checked:
-        reference = SourceSpan(**data)
-        _span_checked.append(
-            span == reference
-            and repr(span) == repr(reference)
-            and span.model_fields_set == reference.model_fields_set
-        )
-        if not _span_checked[0]:
-            return reference
-    return span
-
-
-_WIDER = {"b": "h", "B": "H", "h": "i", "H": "i", "i": "q"}
-
-
-def widened(column: array[int]) -> array[int]:
-    """The numbers of ``column`` in an array of the next wider type. Columns start narrow (a
-    few bytes a row) and are widened when a number does not fit; past 64 bits, OverflowError."""
-    wider = _WIDER.get(column.typecode)
-    if wider is None:
-        raise OverflowError("a number does not fit 64 bits")
-    return array(wider, column)
-
-
-def _plain(model: Any) -> bool:
-    return model.__pydantic_extra__ is None and model.__pydantic_private__ is None
-
-
-def _always_plain(cls: type[Any]) -> bool:
-    """Whether no model of ``cls`` can have extra or private values (pydantic leaves both None
-    when the class forbids extra fields and declares no private attributes)."""
-    return cls.model_config.get("extra") == "forbid" and not cls.__private_attributes__
-
-
 _DICT = attrgetter("__dict__")
 _EXTRA = attrgetter("__pydantic_extra__")
 _PRIVATE = attrgetter("__pydantic_private__")
@@ -200,13 +122,13 @@ _TOTAL = itemgetter("total")
 _INCLUDES = itemgetter("input_includes_cache")
 _NO_SPAN_NUMBERS = (-1, 0, 0, 0)
 _NONE_TYPE = type(None)
-_SPANS_PLAIN = _always_plain(SourceSpan)
-_USAGES_PLAIN = _always_plain(Usage)
+_SPANS_PLAIN = always_plain(SourceSpan)
+_USAGES_PLAIN = always_plain(Usage)
 _USAGE_FIELDS = shared_set(set(Usage.model_fields))
 
 
 def _all_plain(models: list[Any]) -> bool:
-    """``_plain`` of every model, in one pass of C loops."""
+    """``is_plain`` of every model, in one pass of C loops."""
     count = len(models)
     return (
         list(map(_EXTRA, models)).count(None) == count
@@ -216,66 +138,6 @@ def _all_plain(models: list[Any]) -> bool:
 
 def _all_ints(values: Any) -> bool:
     return set(map(type, values)) == {int}
-
-
-_UNSET = object()
-
-
-class ObjectColumn:
-    """A column of objects that is often one object throughout (``None``, ``"main"``, a shared
-    fields-set): kept as that object and a count until another one comes."""
-
-    __slots__ = ("_count", "_items", "_only")
-
-    def __init__(self) -> None:
-        self._items: list[Any] | None = None
-        self._only: Any = _UNSET
-        self._count = 0
-
-    def append(self, value: Any) -> None:
-        items = self._items
-        if items is not None:
-            items.append(value)
-        elif value is self._only:
-            self._count += 1
-        elif not self._count:
-            self._only, self._count = value, 1
-        else:
-            self._items = [self._only] * self._count
-            self._items.append(value)
-
-    def extend(self, values: Any) -> None:
-        """``append`` each of ``values`` (a sequence)."""
-        if not values:
-            return
-        first = values[0]
-        if all(map(is_, values, repeat(first))):
-            self.extend_same(first, len(values))
-            return
-        if self._items is None:
-            self._items = [self._only] * self._count
-        self._items.extend(values)
-
-    def extend_same(self, value: Any, count: int) -> None:
-        """``append(value)``, ``count`` times."""
-        if self._items is None and (value is self._only or not self._count):
-            self._only = value
-            self._count += count
-        elif self._items is None:
-            self._items = [self._only] * self._count + [value] * count
-        else:
-            self._items.extend([value] * count)
-
-    def __getitem__(self, row: int) -> Any:
-        items = self._items
-        if items is not None:
-            return items[row]
-        if not 0 <= row < self._count:
-            raise IndexError("row out of range")
-        return self._only
-
-    def __len__(self) -> int:
-        return len(self._items) if self._items is not None else self._count
 
 
 def _interned(values: Any, strings: dict[str, str]) -> Any:
@@ -435,7 +297,7 @@ class _Layout(NamedTuple):
     type_value: str
     objects: tuple[str, ...]  # the fields kept as objects
     all_fields: set[str]  # the fields-set of the event an entry stands for
-    plain: bool  # ``_always_plain``
+    plain: bool  # ``always_plain``
     entry: type[Any] | None  # the entry class that stands for its events
 
 
@@ -457,7 +319,7 @@ class _Columns:
                 cls.model_fields["type"].default,
                 tuple(n for n in names if n not in ("span", "type", "usage")),
                 shared_set(set(names)),
-                _always_plain(cls),
+                always_plain(cls),
                 _ENTRY_OF.get(cls),
             )
         self.names, self.type_value, self.objects, self.all_fields, self.plain, self.entry = layout
@@ -551,7 +413,7 @@ class _Columns:
     def _add(self, event: Any, strings: dict[str, str]) -> bool:
         """Keep ``event`` alone, if it has a shape the columns keep (no extra or private values,
         no span or a span of a source the columns hold, numbers that fit)."""
-        if not (self.plain or _plain(event)):
+        if not (self.plain or is_plain(event)):
             return False
         values = event.__dict__
         if len(values) != len(self.names):
@@ -559,7 +421,7 @@ class _Columns:
         span = values["span"]
         numbers = _NO_SPAN_NUMBERS
         if span is not None:
-            if type(span) is not SourceSpan or not (_SPANS_PLAIN or _plain(span)):
+            if type(span) is not SourceSpan or not (_SPANS_PLAIN or is_plain(span)):
                 return False
             numbers = _SPAN_NUMBERS(span.__dict__)
             source = numbers[0]

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from enum import IntFlag
 from typing import NamedTuple, Protocol, overload
 
+from ctx_inspect.core.columns import ObjectColumn, widened
 from ctx_inspect.core.model import (
     Compacted,
     ContextMeasured,
@@ -48,17 +49,8 @@ from ctx_inspect.core.model import (
     Usage,
     UsageReported,
 )
-from ctx_inspect.core.packed import (
-    ENTRY_CLASSES,
-    EventStore,
-    LogEntry,
-    ObjectColumn,
-    RequestEntry,
-    UsageEntry,
-    make_span,
-    updated,
-    widened,
-)
+from ctx_inspect.core.packed import ENTRY_CLASSES, EventStore, LogEntry, RequestEntry, UsageEntry
+from ctx_inspect.core.unvalidated import make_span, updated
 
 MAIN_THREAD = "main"
 PRUNED_MARKER = "[Old tool result content cleared]"

@@ -17,8 +17,8 @@ from weakref import WeakKeyDictionary
 import ahocorasick
 
 from ctx_inspect.core.diff import REMOVING as _REMOVING
-from ctx_inspect.core.facts import FactKind, fact_texts
-from ctx_inspect.core.model import Message
+from ctx_inspect.core.facts import ERROR_NEEDLE, FactKind, message_fact_texts
+from ctx_inspect.core.model import Message, PartType
 from ctx_inspect.core.policies.base import Action, ContextItem, PolicyResult, Summarizer
 from ctx_inspect.core.profiles import Profile, make_profile
 from ctx_inspect.core.replay import ReplayResult, replay
@@ -179,7 +179,6 @@ def row_of(
 
 
 _ITEM_ID = attrgetter("message.id")
-_ERROR_NEEDLE = 60  # ``facts.survival`` looks for an error line's first 60 characters
 
 # A fact, as the scorer keeps it: a letter for its kind, then its text. Two facts are one when
 # their kind and text are (their needles may be alike).
@@ -193,33 +192,42 @@ _ERROR_LETTER = _KIND_LETTER[FactKind.ERROR]
 
 
 class FactsCache:
-    """The facts of removed texts, by (length, hash) of the text: the combinations of a sweep
-    over one session remove the same tool outputs again and again. Bounded; it keeps no text.
-    ``run_one`` keeps one per session (for as long as the session lives)."""
+    """The facts of removed messages, by the (length, hash) of their text and the hashes of
+    their tool calls' arguments: the combinations of a sweep over one session remove the same
+    tool outputs again and again. Bounded; it keeps no text. ``run_one`` keeps one per session
+    (for as long as the session lives)."""
 
     SIZE = 16_384
 
     def __init__(self) -> None:
-        self._facts: dict[tuple[int, int], frozenset[str]] = {}
+        self._facts: dict[tuple[object, ...], frozenset[str]] = {}
 
-    def facts_in(self, text: str) -> frozenset[str]:
-        """The facts of ``text`` (``facts.extract``), each a letter for its kind then its
-        text (``_needle`` gives what to look for)."""
-        key = (len(text), hash(text))
+    def facts_of(self, message: Message, text: str) -> frozenset[str]:
+        """The facts of ``message`` whose text is ``text`` (``facts.message_fact_texts``),
+        each a letter for its kind then its text (``_needle`` gives what to look for)."""
+        key = (
+            len(text),
+            hash(text),
+            *[
+                (part.tool_name, hash(part.arguments))
+                for part in message.parts
+                if part.type is PartType.TOOL_CALL
+            ],
+        )
         facts = self._facts.get(key)
         if facts is None:
             if len(self._facts) >= self.SIZE:
                 self._facts.clear()
             found: list[str] = []
-            for kind, values in fact_texts(text).items():
+            for kind, values in message_fact_texts(message, text).items():
                 found += map(_KIND_LETTER[kind].__add__, values)
             facts = self._facts[key] = frozenset(found)
         return facts
 
 
 def _needle(fact: str) -> str:
-    """What ``facts.survival`` looks for in the new context, for a fact of ``facts_in``."""
-    return fact[1 : _ERROR_NEEDLE + 1] if fact[0] == _ERROR_LETTER else fact[1:]
+    """What ``facts.survival_of`` looks for in the new context, for a fact of ``facts_of``."""
+    return fact[1 : ERROR_NEEDLE + 1] if fact[0] == _ERROR_LETTER else fact[1:]
 
 
 _CACHES: WeakKeyDictionary[Session, FactsCache] = WeakKeyDictionary()
@@ -235,14 +243,14 @@ def facts_cache(session: Session) -> FactsCache:
 
 class _SurvivalScorer:
     """``diff_action(before, result).survived.score`` for the records of one replay, without
-    the diff's rows: the facts of the removed messages (``facts.extract``, cached) looked up
-    in the texts of the visible messages after.
+    the diff's rows: the facts of the removed messages (``facts.message_fact_texts``, cached)
+    looked up in the texts of the visible messages after.
 
     The records are scored in batches of ``BATCH``: one Aho-Corasick automaton holds the
     needles of a batch, and each distinct visible text of the batch is scanned once for all of
     them. A needle that holds no line break is in a context's joined texts exactly when it is in
     one of them; one that holds a line break could span two messages: it is looked for in the
-    joined texts, as ``facts.survival`` does."""
+    joined texts, as ``facts.survival_of`` does."""
 
     # Small batches, small automata: they are built and scan faster, which more than pays for
     # scanning again the texts that stay visible from batch to batch (on the engine bench's
@@ -312,7 +320,7 @@ class _SurvivalScorer:
         for change in result.changes:
             old = by_id.get(change.id)
             if change.status in _REMOVING and old is not None:
-                facts |= self._facts.facts_in(self._text(old.message))
+                facts |= self._facts.facts_of(old.message, self._text(old.message))
         return facts
 
     def _after(self, result: PolicyResult) -> list[str]:

@@ -25,11 +25,11 @@ from ctx_inspect.formats.chat_common import (
     compact_json,
     data_url,
     iso_time,
-    sample_head,
     text_part,
     type_name,
     unknown_part,
 )
+from ctx_inspect.formats.chat_sniff import sample_head
 from ctx_inspect.formats.registry import FormatSpec, Head, register
 
 ROLES: dict[str, Role] = {

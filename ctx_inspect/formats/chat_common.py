@@ -7,14 +7,12 @@ event carries the span of its line) and document mode (buffered, parsed when the
 the first record, numbers messages and conversations, and emits the step events the same way for
 both formats. Subclasses only turn one raw message into a ``Converted`` message.
 
-The module also holds the head sampler both sniffers use: it reads the first records of a head,
-including a document cut in the middle (``parse_prefix`` keeps the complete leading items).
+The head sampler both sniffers use is ``formats.chat_sniff``; reading a JSON document cut in
+the middle, ``formats.json_prefix``.
 """
 
 from __future__ import annotations
 
-import functools
-import json
 import re
 from abc import abstractmethod
 from collections.abc import Iterable
@@ -41,12 +39,10 @@ from ctx_inspect.core.model import (
 )
 from ctx_inspect.formats.base import EXCERPT_CHARS, LineParser, excerpt
 from ctx_inspect.formats.base import compact_json as compact_json  # where the readers import it
-from ctx_inspect.formats.registry import HEAD_BYTES, Head
 
 BOM = b"\xef\xbb\xbf"
 DECIDE_MAX_LINES = 5  # unreadable leading lines looked past before settling on document mode
 LINE_ORIENTED_SAMPLE = 200  # lines checked to tell a broken document from JSON Lines
-SNIFF_MAX_RECORDS = 200
 
 Mode = Literal["undecided", "lines", "document"]
 
@@ -321,8 +317,8 @@ class ChatParser(LineParser):
                     return None
                 nl = len(data)
             line = data[start:nl].rstrip(b"\r")
-            value = _loads_or_missing(line)
-            if value is not _MISSING:
+            value = loads_or_missing(line)
+            if value is not MISSING:
                 if isinstance(value, dict) and (self.is_record(value) or is_conversation(value)):
                     return "lines"
                 return "document"
@@ -416,7 +412,7 @@ class ChatParser(LineParser):
             value = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
             value = self._load_replaced(body, out)
-            if value is _MISSING:
+            if value is MISSING:
                 if _line_oriented(body):
                     self._mode = "lines"
                     return [*LineParser.feed(self, data), *LineParser.finish(self)]
@@ -434,7 +430,7 @@ class ChatParser(LineParser):
             try:
                 value = orjson.loads(body.decode("utf-8", "replace"))
             except orjson.JSONDecodeError:
-                return _MISSING
+                return MISSING
             bad = err.start
             line = body.count(b"\n", 0, bad) + 1
             out.append(
@@ -447,7 +443,7 @@ class ChatParser(LineParser):
                 )
             )
             return value
-        return _MISSING
+        return MISSING
 
     def _doc_issue(self, reason: str, raw: Any) -> ParseIssue:
         """An issue about one value of a document (a message that cannot be read): where it
@@ -579,17 +575,17 @@ class ChatParser(LineParser):
 
 _NON_BLANK = re.compile(rb"\S")
 _FIRST_BYTE = re.compile(rb"[^\s\xef\xbb\xbf]")  # the first byte that is neither blank nor BOM
-_MISSING: Any = object()
+MISSING: Any = object()  # what ``loads_or_missing`` gives for a text that is not JSON
 
 
-def _loads_or_missing(data: bytes) -> Any:
+def loads_or_missing(data: bytes) -> Any:
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
         try:
             return orjson.loads(data.decode("utf-8", "replace"))
         except orjson.JSONDecodeError:
-            return _MISSING
+            return MISSING
 
 
 def _line_oriented(body: bytes) -> bool:
@@ -600,227 +596,6 @@ def _line_oriented(body: bytes) -> bool:
         if not line:
             continue
         total += 1
-        if isinstance(_loads_or_missing(line), dict | list):
+        if isinstance(loads_or_missing(line), dict | list):
             good += 1
     return total > 0 and good * 2 >= total and good > 0
-
-
-# ------------------------------------------------------------------------------------------
-# Sniffing: what the head of a file holds
-
-
-_DECODER = json.JSONDecoder()
-_WS = re.compile(r"[ \t\n\r]*")
-
-
-def parse_prefix(text: str, max_depth: int = 8) -> Any:
-    """Parse JSON that may be cut short: complete values as they are; a cut array or object keeps
-    its complete leading items (and, recursively, what can be read of the cut one). None when
-    nothing at the root can be read."""
-    value, _, _ = _prefix(text, 0, max_depth)
-    return None if value is _MISSING else value
-
-
-def _skip_ws(text: str, pos: int) -> int:
-    match = _WS.match(text, pos)
-    return match.end() if match else pos
-
-
-def _prefix(text: str, pos: int, depth: int) -> tuple[Any, int, bool]:
-    pos = _skip_ws(text, pos)
-    try:
-        value, end = _DECODER.raw_decode(text, pos)
-        return value, end, True
-    except (ValueError, RecursionError):
-        pass
-    if depth <= 0 or pos >= len(text):
-        return _MISSING, pos, False
-    opener = text[pos]
-    if opener == "[":
-        return _prefix_array(text, pos + 1, depth)
-    if opener == "{":
-        return _prefix_object(text, pos + 1, depth)
-    if opener == '"':
-        return text[pos + 1 :], len(text), False  # a cut string: its raw start will do
-    return _MISSING, pos, False
-
-
-def _prefix_array(text: str, pos: int, depth: int) -> tuple[Any, int, bool]:
-    items: list[Any] = []
-    n = len(text)
-    while True:
-        pos = _skip_ws(text, pos)
-        if pos < n and text[pos] == "]":
-            return items, pos + 1, True
-        item, pos, done = _prefix(text, pos, depth - 1)
-        if item is not _MISSING:
-            items.append(item)
-        if not done:
-            return items, pos, False
-        pos = _skip_ws(text, pos)
-        if pos < n and text[pos] == ",":
-            pos += 1
-            continue
-        if pos < n and text[pos] == "]":
-            return items, pos + 1, True
-        return items, pos, False
-
-
-def _prefix_object(text: str, pos: int, depth: int) -> tuple[Any, int, bool]:
-    obj: dict[str, Any] = {}
-    n = len(text)
-    while True:
-        pos = _skip_ws(text, pos)
-        if pos < n and text[pos] == "}":
-            return obj, pos + 1, True
-        try:
-            key, pos = _DECODER.raw_decode(text, pos)
-        except ValueError:
-            return obj, pos, False
-        if not isinstance(key, str):
-            return obj, pos, False
-        pos = _skip_ws(text, pos)
-        if pos >= n or text[pos] != ":":
-            return obj, pos, False
-        value, pos, done = _prefix(text, pos + 1, depth - 1)
-        if value is not _MISSING:
-            obj[key] = value
-        if not done:
-            return obj, pos, False
-        pos = _skip_ws(text, pos)
-        if pos < n and text[pos] == ",":
-            pos += 1
-            continue
-        if pos < n and text[pos] == "}":
-            return obj, pos + 1, True
-        return obj, pos, False
-
-
-OPENAI_PART_TYPES = frozenset({"image_url", "input_audio", "file", "refusal"})
-ANTHROPIC_BLOCK_TYPES = frozenset(
-    {
-        "tool_use",
-        "tool_result",
-        "thinking",
-        "redacted_thinking",
-        "server_tool_use",
-        "web_search_tool_result",
-        "document",
-    }
-)
-OPENAI_ROLES = frozenset({"tool", "function", "developer"})
-
-
-@dataclass(frozen=True)
-class Sample:
-    """What the head of a file shows about chat messages."""
-
-    lines: bool = False  # JSON Lines records rather than one document
-    messages: int = 0  # objects found where messages are expected
-    with_role: int = 0  # ... of which carry a string ``role``
-    roles: frozenset[str] = frozenset()
-    conversation: bool = False  # a ``{"messages": [...]}`` object was seen
-    openai: bool = False  # features only OpenAI Chat Completions has
-    anthropic: bool = False  # features only Anthropic Messages has
-    string_content: bool = False
-    system_key: bool = False  # a top-level ``system`` beside ``messages``
-    mini_swe_agent: bool = False
-
-
-def sample_head(head: Head) -> Sample:
-    return _sample(head.data, len(head.data) >= HEAD_BYTES)
-
-
-@functools.lru_cache(maxsize=8)
-def _sample(data: bytes, cut: bool) -> Sample:
-    text = data.decode("utf-8", "replace").lstrip("\ufeff")
-    body = text.lstrip()
-    if not body or body[0] not in "[{":
-        return Sample()
-    try:
-        value = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        value = _MISSING
-    if value is not _MISSING:
-        if isinstance(value, dict) and not is_conversation(value):
-            return _scan([value], lines=True)
-        return _scan_document(value)
-    lines = [ln.strip() for ln in text.split("\n") if ln.strip()]
-    if cut and len(lines) > 1:
-        lines = lines[:-1]
-    first = _loads_or_missing(lines[0].encode()) if lines else _MISSING
-    if isinstance(first, dict):
-        records = []
-        for ln in lines[:SNIFF_MAX_RECORDS]:
-            record = _loads_or_missing(ln.encode())
-            if isinstance(record, dict):
-                records.append(record)
-        return _scan(records, lines=True)
-    return _scan_document(parse_prefix(body))
-
-
-def _scan_document(value: Any) -> Sample:
-    if isinstance(value, list):
-        return _scan(value[:SNIFF_MAX_RECORDS], lines=False)
-    if isinstance(value, dict):
-        return _scan([value], lines=False)
-    return Sample()
-
-
-def _scan(records: list[Any], lines: bool) -> Sample:
-    messages: list[Any] = []
-    state: dict[str, bool] = {}
-    for record in records:
-        if isinstance(record, list):
-            messages.extend(record)
-        elif isinstance(record, dict) and isinstance(record.get("messages"), list):
-            state["conversation"] = True
-            messages.extend(record["messages"])
-            if record.get("system") not in (None, "", []):
-                state["system_key"] = True
-            fmt = record.get("trajectory_format")
-            if isinstance(fmt, str) and fmt.startswith("mini-swe-agent"):
-                state["mini_swe_agent"] = True
-        elif isinstance(record, dict) and isinstance(record.get("choices"), list):
-            state["openai"] = True
-            choice = record["choices"][0] if record["choices"] else None
-            if isinstance(choice, dict) and isinstance(choice.get("message"), dict):
-                messages.append(choice["message"])
-        else:
-            messages.append(record)
-    dicts = [m for m in messages[:SNIFF_MAX_RECORDS] if isinstance(m, dict)]
-    roles = {m["role"] for m in dicts if isinstance(m.get("role"), str)}
-    with_role = sum(1 for m in dicts if isinstance(m.get("role"), str))
-    for m in dicts:
-        _scan_message(m, state)
-    return Sample(
-        lines=lines,
-        messages=len(dicts),
-        with_role=with_role,
-        roles=frozenset(roles),
-        conversation=state.get("conversation", False),
-        openai=state.get("openai", False) or bool(roles & OPENAI_ROLES),
-        anthropic=state.get("anthropic", False),
-        string_content=state.get("string_content", False),
-        system_key=state.get("system_key", False),
-        mini_swe_agent=state.get("mini_swe_agent", False),
-    )
-
-
-def _scan_message(message: dict[str, Any], state: dict[str, bool]) -> None:
-    if any(k in message for k in ("tool_calls", "tool_call_id", "tool_call_ids", "function_call")):
-        state["openai"] = True
-    if message.get("type") == "message" and isinstance(message.get("content"), list):
-        state["anthropic"] = True  # an Anthropic API response object
-    content = message.get("content")
-    if isinstance(content, str):
-        state["string_content"] = True
-    elif isinstance(content, list):
-        for block in content[:50]:
-            if not isinstance(block, dict):
-                continue
-            kind = block.get("type")
-            if kind in ANTHROPIC_BLOCK_TYPES or (kind == "image" and "source" in block):
-                state["anthropic"] = True
-            elif kind in OPENAI_PART_TYPES:
-                state["openai"] = True

@@ -26,12 +26,12 @@ from ctx_inspect.formats.chat_common import (
     compact_json,
     data_url,
     iso_time,
-    sample_head,
     text_part,
     tools_info,
     type_name,
     unknown_part,
 )
+from ctx_inspect.formats.chat_sniff import sample_head
 from ctx_inspect.formats.registry import FormatSpec, Head, register
 
 ROLES: dict[str, Role] = {
@@ -46,7 +46,8 @@ TEXT_TYPES = frozenset({"text", "input_text", "output_text"})
 
 
 def openai_usage(raw: Any) -> Usage | None:
-    """Chat Completions usage (``prompt_tokens`` already counts the cached tokens)."""
+    """Chat Completions usage (``prompt_tokens`` already counts the cached tokens; the
+    Responses API's names, ``input_tokens`` and ``output_tokens``, are read too)."""
     if not isinstance(raw, dict):
         return None
     prompt = raw.get("prompt_tokens", raw.get("input_tokens"))

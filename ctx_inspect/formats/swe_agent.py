@@ -41,7 +41,8 @@ from ctx_inspect.core.model import (
     SourceSpan,
 )
 from ctx_inspect.formats.base import DocumentParser, compact_json, excerpt
-from ctx_inspect.formats.chat_common import as_str, kind_for, parse_prefix, type_name
+from ctx_inspect.formats.chat_common import as_str, kind_for, type_name
+from ctx_inspect.formats.json_prefix import parse_prefix
 from ctx_inspect.formats.registry import FormatSpec, Head, register
 
 

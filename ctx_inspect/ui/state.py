@@ -44,7 +44,7 @@ from ctx_inspect.core.window import Zone
 from ctx_inspect.ui.totals import RunningTotals, best_tokens
 from ctx_inspect.ui.widgets.events_view import EventRow
 from ctx_inspect.ui.widgets.messages_view import MessageRow
-from ctx_inspect.ui.widgets.timeline_view import TimelinePoints
+from ctx_inspect.ui.widgets.timeline_points import TimelinePoints
 
 
 @dataclass

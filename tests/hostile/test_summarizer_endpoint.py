@@ -32,7 +32,8 @@ from ctx_inspect.errors import InspectorError
 from ctx_inspect.ui.app import InspectorApp, OpenRequest
 from ctx_inspect.ui.screens.action_picker import ActionPicker
 from ctx_inspect.ui.screens.explain_screen import ExplainScreen
-from ctx_inspect.ui.screens.tune_screen import SweepForm, TuneScreen
+from ctx_inspect.ui.screens.sweep_form import SweepForm
+from ctx_inspect.ui.screens.tune_screen import TuneScreen
 from tests.ui.test_diff_screen import SIZE, loaded, wait_for
 
 DATA = Path(__file__).parents[1] / "data"

@@ -15,7 +15,8 @@ from ctx_inspect.core.window import LimitParts, Zone
 from ctx_inspect.ui.themes import DEFAULT_THEME, load_themes
 from ctx_inspect.ui.widgets.counters_panel import CountersPanel
 from ctx_inspect.ui.widgets.header_bar import HeaderBar
-from ctx_inspect.ui.widgets.timeline_view import TimelinePoint, TimelineView
+from ctx_inspect.ui.widgets.timeline_points import TimelinePoint
+from ctx_inspect.ui.widgets.timeline_view import TimelineView
 from ctx_inspect.ui.widgets.zone_gauge import ZoneGauge
 
 SnapCompare = Callable[..., bool]

@@ -35,7 +35,7 @@ from ctx_inspect.formats.registry import FormatSpec
 from ctx_inspect.ui import totals as totals_module
 from ctx_inspect.ui.state import SessionState, _ZoneOf
 from ctx_inspect.ui.totals import RunningTotals, best_tokens
-from ctx_inspect.ui.widgets.timeline_view import TimelinePoint
+from ctx_inspect.ui.widgets.timeline_points import TimelinePoint
 
 
 def message(mid: str, role: Role, size: int, *, visible: bool = True, thread: str = "main"):

@@ -11,12 +11,8 @@ from textual.geometry import Size
 from textual.theme import Theme
 
 from ctx_inspect.core.window import Zone
-from ctx_inspect.ui.widgets.timeline_view import (
-    CACHE_LINES,
-    TimelinePoint,
-    TimelinePoints,
-    TimelineView,
-)
+from ctx_inspect.ui.widgets.timeline_points import TimelinePoint, TimelinePoints
+from ctx_inspect.ui.widgets.timeline_view import CACHE_LINES, TimelineView
 
 WINDOW, WARNING, THRESHOLD = 100_000, 50_000, 75_000
 

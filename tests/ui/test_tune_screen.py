@@ -10,15 +10,9 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Static, TextArea
 
 from ctx_inspect.core.profiles import make_profile
-from ctx_inspect.ui.screens.tune_screen import (
-    Setting,
-    SweepForm,
-    TuneScreen,
-    as_sets,
-    field_text,
-    parse_value,
-    settings_of,
-)
+from ctx_inspect.ui.screens.sweep_form import SweepForm
+from ctx_inspect.ui.screens.tune_screen import TuneScreen
+from ctx_inspect.ui.settings_form import Setting, as_sets, field_text, parse_value, settings_of
 from ctx_inspect.ui.widgets.curve_compare import CurveCompare, CurvePoint
 from tests.ui.test_diff_screen import SIZE, loaded, make_chat, open_app, wait_for
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from ctx_inspect.errors import InputError
-from ctx_inspect.sources import follow as follow_module
+from ctx_inspect.sources import rotation, watch
 from ctx_inspect.sources.follow import (
     Change,
     Chunk,
@@ -27,9 +27,9 @@ from ctx_inspect.sources.follow import (
     follow,
     follow_sync,
     input_signature,
-    related_name,
-    resolve_force_polling,
 )
+from ctx_inspect.sources.rotation import RotatedFiles
+from ctx_inspect.sources.watch import related_name, resolve_force_polling
 
 WAIT = 10.0  # generous: a slow machine must not fail these
 
@@ -394,14 +394,14 @@ async def test_follow_with_forced_polling(log: Path) -> None:
 
 async def test_the_environment_forces_polling(log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[object] = []
-    real = follow_module.resolve_force_polling
+    real = watch.resolve_force_polling
 
     def spy(value: bool | None) -> bool | None:
         result = real(value)
         seen.append(result)
         return result
 
-    monkeypatch.setattr(follow_module, "resolve_force_polling", spy)
+    monkeypatch.setattr(watch, "resolve_force_polling", spy)
     monkeypatch.setenv("CTX_INSPECT_FORCE_POLLING", "1")
     log.write_bytes(b"")
     data, _ = await _collect_async(
@@ -415,7 +415,7 @@ async def test_periodic_polls_deliver_without_any_file_system_event(
     log: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A file system that sends no events for our file: every change is "unrelated".
-    monkeypatch.setattr(follow_module._WatchPlan, "relevant", lambda self, changes: False)
+    monkeypatch.setattr(watch._WatchPlan, "relevant", lambda self, changes: False)
     log.write_bytes(b"")
     started = time.monotonic()
     data, _ = await _collect_async(
@@ -759,10 +759,10 @@ def _race_the_listing(
 ) -> None:
     """Run ``action`` (the writer's) once, just before or just after the follower first lists
     the rotated files."""
-    listed = FileFollower._siblings
+    listed = RotatedFiles.siblings
     pending = [action]
 
-    def racing(self: FileFollower) -> list[follow_module.Rotated]:
+    def racing(self: RotatedFiles) -> list[rotation.Rotated]:
         if before and pending:
             pending.pop()()
         found = listed(self)
@@ -770,7 +770,7 @@ def _race_the_listing(
             pending.pop()()
         return found
 
-    monkeypatch.setattr(FileFollower, "_siblings", racing)
+    monkeypatch.setattr(RotatedFiles, "siblings", racing)
 
 
 def test_a_file_deleted_between_being_listed_and_opened_is_reported_with_its_size(
@@ -790,20 +790,20 @@ def test_a_file_deleted_between_being_listed_and_opened_is_reported_with_its_siz
 
 
 def test_rotation_names(tmp_path: Path) -> None:
-    assert follow_module.rotation_suffix("run.log", "run.log.1") == ((1,), True, False)
-    assert follow_module.rotation_suffix("run.log", "run.log.12.gz") == ((12,), True, True)
-    assert follow_module.rotation_suffix("run.log", "run.log-20250101") == (
+    assert rotation.rotation_suffix("run.log", "run.log.1") == ((1,), True, False)
+    assert rotation.rotation_suffix("run.log", "run.log.12.gz") == ((12,), True, True)
+    assert rotation.rotation_suffix("run.log", "run.log-20250101") == (
         (20250101,),
         False,
         False,
     )
-    assert follow_module.rotation_suffix("run.log", "run.log-2025-01-01_13") == (
+    assert rotation.rotation_suffix("run.log", "run.log-2025-01-01_13") == (
         (2025, 1, 1, 13),
         False,
         False,
     )
     for other in ("run.log", "run.log.", "run.log.1.copy", "run.logs.1", "run.log-wal", "x.1"):
-        assert follow_module.rotation_suffix("run.log", other) is None
+        assert rotation.rotation_suffix("run.log", other) is None
 
 
 def test_a_file_under_two_rotated_names_is_read_once(log: Path) -> None:
@@ -839,20 +839,20 @@ def test_the_new_file_rotated_while_the_chain_is_listed_keeps_its_place(
         ]
 
 
-def _rotated(name: str, ino: int, mtime: int, base: str = "run.log") -> follow_module.Rotated:
-    suffix = follow_module.rotation_suffix(base, name)
+def _rotated(name: str, ino: int, mtime: int, base: str = "run.log") -> rotation.Rotated:
+    suffix = rotation.rotation_suffix(base, name)
     assert suffix is not None
     key, numbered, compressed = suffix
     stem = name[: len(base) + 1]
-    return follow_module.Rotated(name, (1, ino), 10, mtime, key, numbered, compressed, stem)
+    return rotation.Rotated(name, (1, ino), 10, mtime, key, numbered, compressed, stem)
 
 
-def _names(files: list[follow_module.Rotated]) -> list[str]:
+def _names(files: list[rotation.Rotated]) -> list[str]:
     return [f.name for f in files]
 
 
 def test_which_rotated_files_came_after_the_last_one_read() -> None:
-    between = follow_module.rotated_between
+    between = rotation.rotated_between
     old = [_rotated("run.log.5", 5, 10), _rotated("run.log.6.gz", 6, 5)]  # before the last poll
     logrotate = [_rotated("run.log.3", 3, 100), _rotated("run.log.2", 2, 110)]
     logrotate += [_rotated("run.log.1", 1, 120), _rotated("run.log.4.gz", 4, 105)]

@@ -39,9 +39,9 @@ from ctx_inspect.core.model import (
     Usage,
     UsageReported,
 )
-from ctx_inspect.core.packed import make_span
 from ctx_inspect.core.session import Flag, Session
 from ctx_inspect.core.stats import RunFacts, summarize
+from ctx_inspect.core.unvalidated import make_span
 from ctx_inspect.formats import base, registry
 from ctx_inspect.formats.registry import Head, read_head
 

@@ -37,7 +37,7 @@ from ctx_inspect.core.model import (
 from ctx_inspect.core.profiles import Profile, default_profile, make_profile, profile_names
 from ctx_inspect.core.session import MessageEntry, Session
 from ctx_inspect.core.stats import RunFacts, _zones, summarize
-from ctx_inspect.formats import base, registry
+from ctx_inspect.formats import base, parallel_read, registry
 from ctx_inspect.formats.base import read_file
 from ctx_inspect.sources.reader import read_span
 
@@ -234,9 +234,10 @@ def assert_read_alike(path: Path, profile: Profile | None = None) -> None:
     profile = profile or build_profile(None, default="claude-code")
     full = _read(path, bodies=True, parallel=False, profile=profile)
     facts = RunFacts(str(path), "claude-code", "-")
-    for parallel, chunk in ((False, base.SCAN_CHUNK), (True, base.SCAN_CHUNK), (True, 4096)):
+    default = parallel_read.SCAN_CHUNK
+    for parallel, chunk in ((False, default), (True, default), (True, 4096)):
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(base, "SCAN_CHUNK", chunk)  # small: both processes take many chunks
+            mp.setattr(parallel_read, "SCAN_CHUNK", chunk)  # small: both processes take many
             entries = _read(path, bodies=False, parallel=parallel, profile=profile)
         assert _state(entries) == _state(full), (path, parallel, chunk)
         assert summarize(entries, profile, facts) == summarize(full, profile, facts)
@@ -351,7 +352,7 @@ def test_chunks_hold_every_line_once(tmp_path: Path, size: int) -> None:
     got: list[tuple[int, int, Any]] = []
     with path.open("rb") as fh:
         for begin in range(0, len(data), size):
-            got += base.scan_chunk(
+            got += parallel_read.scan_chunk(
                 lambda v: bytes(v).decode(),
                 fh.fileno(),
                 begin,
@@ -366,30 +367,30 @@ def test_chunks_hold_every_line_once(tmp_path: Path, size: int) -> None:
 def test_parallel_reading_survives_a_worker_that_fails(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(base, "SCAN_CHUNK", 8192)
+    monkeypatch.setattr(parallel_read, "SCAN_CHUNK", 8192)
     path = tmp_path / "generated.jsonl"
     path.write_bytes(_generated_session(random.Random(4), 500))
     profile = build_profile(None, default="claude-code")
     expected = _state(_read(path, bodies=True, parallel=False, profile=profile))
     parent = os.getpid()
-    real = base._ChunkedScan._scan_chunk
+    real = parallel_read._ChunkedScan._scan_chunk
     done = [0]
 
-    def failing(self: base._ChunkedScan, chunk: int) -> list[Any]:
+    def failing(self: parallel_read._ChunkedScan, chunk: int) -> list[Any]:
         if os.getpid() != parent:  # in the worker: two chunks, then it dies
             done[0] += 1
             if done[0] > 2:
                 raise RuntimeError("the worker fails")
         return real(self, chunk)
 
-    monkeypatch.setattr(base._ChunkedScan, "_scan_chunk", failing)
+    monkeypatch.setattr(parallel_read._ChunkedScan, "_scan_chunk", failing)
     assert _state(_read(path, bodies=False, parallel=True, profile=profile)) == expected
 
 
 def test_parallel_reading_of_odd_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Blank lines, CRLF, invalid JSON, an over-long line and no final newline."""
     monkeypatch.setattr(ClaudeCodeParser, "max_line_bytes", 4 << 20)
-    monkeypatch.setattr(base, "SCAN_CHUNK", 1 << 16)
+    monkeypatch.setattr(parallel_read, "SCAN_CHUNK", 1 << 16)
     lines = _generated_session(random.Random(8), 300).split(b"\n")
     lines.insert(200, b"")
     lines.insert(210, b"   ")
@@ -410,12 +411,12 @@ def test_no_worker_is_forked_from_a_threaded_process(tmp_path: Path) -> None:
     path.write_bytes(_generated_session(random.Random(1), 100))
     profile = build_profile(None, default="claude-code")
     expected = _state(_read(path, bodies=False, parallel=False, profile=profile))
-    assert base._can_fork()
+    assert parallel_read._can_fork()
     release = threading.Event()
     other = threading.Thread(target=release.wait)
     other.start()
     try:
-        assert not base._can_fork()
+        assert not parallel_read._can_fork()
         assert _state(_read(path, bodies=False, parallel=True, profile=profile)) == expected
     finally:
         release.set()
@@ -423,14 +424,14 @@ def test_no_worker_is_forked_from_a_threaded_process(tmp_path: Path) -> None:
 
 
 def test_a_worker_is_forked_only_when_a_cpu_is_idle(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(base, "_usable_cpus", lambda: 2)
+    monkeypatch.setattr(parallel_read, "_usable_cpus", lambda: 2)
     samples = iter([3, 2, 1, 5, 4])
-    monkeypatch.setattr(base, "_runnable", lambda: next(samples))
-    assert base._idle_cpu()  # one sample saw only this process running
-    monkeypatch.setattr(base, "_runnable", lambda: 2)
-    assert not base._idle_cpu()  # another task keeps the other CPU busy
-    monkeypatch.setattr(base, "_usable_cpus", lambda: 1)
-    assert not base._idle_cpu()
+    monkeypatch.setattr(parallel_read, "_runnable", lambda: next(samples))
+    assert parallel_read._idle_cpu()  # one sample saw only this process running
+    monkeypatch.setattr(parallel_read, "_runnable", lambda: 2)
+    assert not parallel_read._idle_cpu()  # another task keeps the other CPU busy
+    monkeypatch.setattr(parallel_read, "_usable_cpus", lambda: 1)
+    assert not parallel_read._idle_cpu()
 
 
 # -- the chars rule and the zones ----------------------------------------------------------------

@@ -23,8 +23,9 @@ from ctx_inspect.core.model import (
     Usage,
     UsageReported,
 )
-from ctx_inspect.core.packed import LogEntry, RequestEntry, UsageEntry, entry_event, updated
+from ctx_inspect.core.packed import LogEntry, RequestEntry, UsageEntry, entry_event
 from ctx_inspect.core.session import Session, _Live
+from ctx_inspect.core.unvalidated import updated
 
 
 def _span(line: int) -> SourceSpan:
@@ -292,7 +293,7 @@ def test_bodies_read_from_several_threads_come_back_whole() -> None:
 
 
 def test_a_column_of_one_value_turns_into_a_list_when_another_comes() -> None:
-    from ctx_inspect.core.packed import ObjectColumn
+    from ctx_inspect.core.columns import ObjectColumn
 
     column = ObjectColumn()
     for value in (None, None, None):

@@ -8,23 +8,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctx_inspect.core import summarize
+from ctx_inspect.core import summarize, summary_extract, summary_layout
 from ctx_inspect.core.endpoint import (
     OpenAICompatibleSummarizer,
     SummarizerError,
     render_conversation,
     system_prompt,
 )
+from ctx_inspect.core.facts import paths
 from ctx_inspect.core.model import Message, MessageKind, Part, PartType, Role
-from ctx_inspect.core.summarize import (
+from ctx_inspect.core.summarize import LocalSummarizer, summarizer_from_config
+from ctx_inspect.core.summary_extract import (
     SCAN_HEAD_CHARS,
     SCAN_TAIL_CHARS,
-    LocalSummarizer,
-    _carried_over,
-    _error_lines,
-    _last_error_lines,
     _scanned,
-    summarizer_from_config,
+    carried_over,
 )
 from ctx_inspect.errors import ConfigError, InspectorError
 
@@ -489,130 +487,6 @@ def test_facts_are_extracted_once_per_message_and_summarizer() -> None:
     assert len(summarizer._facts) == cached + 1  # same id, other content: other facts
 
 
-ERROR_LINES = [
-    "Error: x",
-    "Error:  x",
-    "=== Error: x ===",
-    "no errors",
-    "0 failed, 3 passed",
-    "TypeError: bad",
-    "ok",
-    "___error thing",
-    "FA\u0130LED now",
-    "Traceback (most recent call last):",
-    "src/a.py:1: error in a",
-    "",
-    "\tError:\tx",
-    # the longest word of these is in the others: only a shorter one tells them apart
-    "module_configuration error in alpha",
-    "module_configuration error in beta",
-    "module_configuration error in alpha!",
-    "a fatal error: module_configuration",
-    "nothing to see in this long line of module_configuration text",
-    "errorless failing panicky words",
-]
-
-
-@settings(max_examples=500, deadline=None)
-@given(
-    st.lists(st.sampled_from(ERROR_LINES), max_size=14),
-    st.sampled_from(["\n", "\r\n", "\u2028", "\n\n"]),
-    st.booleans(),
-    st.booleans(),
-    st.integers(1, 4),
-    st.sampled_from([1, 3, 8, 40, 512]),
-)
-def test_the_last_error_lines_read_from_the_end_are_the_distinct_last_ones(
-    lines: list[str],
-    separator: str,
-    is_error: bool,
-    trailing: bool,
-    keep: int,
-    window: int,
-) -> None:
-    # ASCII text broken by "\n" alone is read from the end in windows: small ones here make
-    # the search widen, and cross lines longer than a window
-    body = separator.join(lines) + (separator if trailing else "")
-    expected = list(dict.fromkeys(_error_lines(body, is_error)))[-keep:]
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(summarize, "_ERROR_WINDOW", window)
-        assert _last_error_lines(body, is_error, keep) == expected
-
-
-# the same error line with other spacing, and lines with the same words in another order
-SPACED_ERROR_LINES = [
-    "parse error in alpha",
-    "parse  error in alpha",
-    "parse\terror in alpha",
-    "parse\x1ferror in alpha",
-    " parse error in alpha ",
-    "=== parse error in alpha ===",
-    "alpha in parse error",
-    "in alpha parse error",
-    "parse error in",
-    "error in alpha",
-    "all good",
-]
-
-
-@settings(max_examples=500, deadline=None)
-@given(
-    st.lists(st.sampled_from(SPACED_ERROR_LINES), max_size=12),
-    st.booleans(),
-    st.integers(1, 4),
-)
-def test_an_error_line_met_again_with_other_spacing_counts_once(
-    lines: list[str], is_error: bool, keep: int
-) -> None:
-    body = "\n".join(lines)
-    expected = list(dict.fromkeys(_error_lines(body, is_error)))[-keep:]
-    assert _last_error_lines(body, is_error, keep) == expected
-
-
-def test_a_cut_line_whose_words_all_come_earlier_is_read_from_the_end() -> None:
-    # a head and a tail joined: the tail's first line is cut, its words are all in earlier
-    # lines, but no earlier line is it
-    head = "\n".join(f"src/m{i}.py:{i}: parse error value retry" for i in range(30))
-    body = f"{head}\n... (truncated) ...\nvalue retry parse error\nsrc/z.py:99: fatal error here"
-    assert _last_error_lines(body, False, 3) == [
-        "src/m29.py:29: parse error value retry",
-        "value retry parse error",
-        "src/z.py:99: fatal error here",
-    ]
-    # the same line earlier with other spacing: it counts there, before the last three
-    for space in ("  ", "\t", "\x1f", " \t "):
-        spaced = body.replace(
-            "src/m3.py:3: parse error value retry", f"value{space}retry parse error"
-        )
-        assert _last_error_lines(spaced, False, 3) == [
-            "src/m28.py:28: parse error value retry",
-            "src/m29.py:29: parse error value retry",
-            "src/z.py:99: fatal error here",
-        ]
-    assert _last_error_lines(body, False, 3) == list(dict.fromkeys(_error_lines(body, False)))[-3:]
-
-
-def test_the_last_error_lines_of_a_long_output_come_from_its_end() -> None:
-    filler = "\n".join(f"src/mod{i}.py:{i}: all good here" for i in range(400))
-    body = f"src/a.py:1: error one\n{filler}\nsrc/b.py:2: error two\nsrc/c.py:3: error three\n"
-    assert _last_error_lines(body, False, 2) == [
-        "src/b.py:2: error two",
-        "src/c.py:3: error three",
-    ]
-    assert _last_error_lines(body, False, 3) == [
-        "src/a.py:1: error one",
-        "src/b.py:2: error two",
-        "src/c.py:3: error three",
-    ]
-    # the same line twice counts once, at its first place
-    twice = "src/c.py:3: error three\nok\n" + body
-    assert _last_error_lines(twice, False, 3) == [
-        "src/c.py:3: error three",
-        "src/a.py:1: error one",
-        "src/b.py:2: error two",
-    ]
-
-
 # the summarizer's own lines, each made of these: some start with a check box, some end with a
 # colon (``_carried_over`` leaves those out)
 fact_words = st.sampled_from(
@@ -638,7 +512,7 @@ def test_what_a_summary_carries_over_is_what_reading_it_again_gives(specs, budge
     summarizer = LocalSummarizer()
     summary = summarizer.summarize(messages, budget)
     if summary in summarizer._rendered:
-        assert summarizer._rendered[summary] == _carried_over(summary)
+        assert summarizer._rendered[summary] == carried_over(summary)
     # and summarizing the summary reads the same lines with or without what was kept
     earlier = Message(
         id="s",
@@ -708,127 +582,19 @@ def moved_to_the_end(lines: list[str]) -> list[str]:
 
 @given(st.lists(st.sampled_from(["a", "b", "c", " c ", "c", "d \t e", "d e", ""]), max_size=20))
 def test_lines_are_kept_once_at_their_latest_mention(lines: list[str]) -> None:
-    assert summarize._latest(lines) == moved_to_the_end(lines)
+    assert summary_extract._latest(lines) == moved_to_the_end(lines)
     one_line = [" ".join(line.split()) for line in lines]
-    assert summarize._distinct_lines(lines) == tuple(
+    assert summary_extract._distinct_lines(lines) == tuple(
         moved_to_the_end([line for line in one_line if line])
     )
-
-
-def reference_paths(body: str) -> list[str]:
-    """The paths in ``body``, its tokens as ``_TOKEN`` finds them, newest mention last."""
-    latest: dict[str, None] = {}
-    for token in reversed(summarize._TOKEN.findall(body)):
-        if "/" not in token and "." not in token and token not in summarize._BARE_FILES:
-            continue
-        path = summarize._LINE_SUFFIX.sub("", token.strip(".:!?"))
-        if summarize._looks_like_path(path) and path not in latest:
-            latest[path] = None
-    return list(reversed(latest))
-
-
-path_words = st.sampled_from(
-    [
-        "src/a.py",
-        "src/a.py:12:",
-        "src/a.py:1:2:3",
-        "src/a.py:\u0663",
-        "./b.ts.",
-        "~/c/d",
-        "ab/cd/ef",
-        "a/b",
-        "a.b",
-        "v1.2",
-        "..",
-        "/",
-        "e.g.",
-        "Makefile",
-        "Makefile:",
-        "Gemfile.lock",
-        "README",
-        "MD",
-        "user@host.com",
-        "http://x.y/z.py",
-        "\u00dfrc/\u00e4.py",
-        "src/\ud800.py",
-        "word",
-        "more words of prose here",
-        "x" * 70,
-    ]
-)
-token_breaks = st.sampled_from(
-    [
-        *(" ", "  ", "\t", "\n", "\r\n", "\x0b", "\x0c", "\x1c", "\x1f", "\x85", "\xa0"),
-        *("\u2028", "\u3000", *"()[]{}<>'\"`,;|="),
-    ]
-)
-texts_with_paths = st.lists(st.tuples(path_words, token_breaks), max_size=120).map(
-    lambda pieces: "".join(word + gap for word, gap in pieces)
-)
-
-
-@settings(max_examples=400, deadline=None)
-@given(
-    texts_with_paths,
-    st.sampled_from(
-        [
-            {},  # as it is
-            # ASCII texts: every token found one by one, or the first one found, then the rest
-            # split whole
-            {"_MARKED_MIN": 0, "_CHARS_PER_MARK": 0, "_CHARS_PER_MARKED": 0},
-            {"_MARKED_MIN": 0, "_CHARS_PER_MARK": 0, "_MARKED_SLACK": -(10**9)},
-        ]
-    ),
-)
-def test_the_paths_in_a_text_are_those_its_tokens_name(
-    body: str, settings_: dict[str, int]
-) -> None:
-    with pytest.MonkeyPatch.context() as patch:
-        for name, value in settings_.items():
-            patch.setattr(summarize, name, value)
-        assert summarize._paths_in(body) == reference_paths(body)
-        assert summarize._paths_in(body) == reference_paths(body)  # from the memo
-        ascii_body = body.encode("ascii", "ignore").decode()
-        assert summarize._paths_in(ascii_body) == reference_paths(ascii_body)
-    assert summarize._tokens(body) == summarize._TOKEN.findall(body)
-
-
-@given(st.text(alphabet=st.sampled_from(list(":0123456789a.\u0663\u00b2")), max_size=12))
-def test_a_line_suffix_is_taken_away_as_the_expression_does(token: str) -> None:
-    assert summarize._without_line_suffix(token) == summarize._LINE_SUFFIX.sub("", token)
-
-
-def reference_error_hit(raw: str) -> str:
-    if not summarize._ERROR.search(raw):
-        return ""
-    line = summarize._undecorated(raw)
-    if not line or not summarize._ERROR.search(line) or summarize._NOT_ERROR.search(line):
-        return ""
-    return line if summarize._TWO_WORDS.search(line) else ""
-
-
-error_words = st.sampled_from(
-    [
-        *("no", "No", "NO", "0", "10", "zero", "without", "WithOut", "errors", "Error:"),
-        *("failed", "FAILURES", "exception", "IndexError", "x", "ok", "===", "---", "___"),
-        *("a_b", "fa\u0130led", "\u0131", "exception\u017f", "\u212a", "\u00e9"),
-    ]
-)
-
-
-@settings(max_examples=400, deadline=None)
-@given(st.lists(st.tuples(error_words, st.sampled_from([" ", "  ", "\t", "", "\xa0"]))))
-def test_error_lines_are_what_the_expressions_find(pieces: list[tuple[str, str]]) -> None:
-    raw = "".join(word + gap for word, gap in pieces)
-    assert summarize._error_hit(raw) == reference_error_hit(raw)
 
 
 @given(st.text(alphabet=st.sampled_from(list("ab [xX]-*•1.) \t\u00a0:")), max_size=10))
 def test_a_dash_and_a_space_are_what_the_list_marker_takes(rest: str) -> None:
     line = "- " + rest
     if not line[2:3].isspace() and line[2:3] != "[":  # ``_next_steps`` takes "- " itself
-        assert summarize._LIST_ITEM.match(line)
-        assert summarize._LIST_ITEM.sub("", line) == line[2:]
+        assert summary_extract._LIST_ITEM.match(line)
+        assert summary_extract._LIST_ITEM.sub("", line) == line[2:]
 
 
 def test_an_error_its_fix_and_a_decision_are_each_on_one_line() -> None:
@@ -849,13 +615,13 @@ def test_an_error_its_fix_and_a_decision_are_each_on_one_line() -> None:
 def test_the_drop_plan_is_the_lines_by_value_then_later_section_then_older_line(
     sizes: list[int],
 ) -> None:
-    plan = summarize._drop_plan(tuple(sizes))
+    plan = summary_layout.drop_plan(tuple(sizes))
     keys = []  # (value, -section, position), line by line, section after section
-    for s_index, (section, size) in enumerate(zip(summarize._SECTIONS, sizes, strict=True)):
+    for s_index, (section, size) in enumerate(zip(summary_layout.SECTIONS, sizes, strict=True)):
         for position in range(size):
             value = section.weight + (position + 1) / (size + 1)
             if s_index == 0 and position == 0:
-                value += summarize._FIRST_REQUEST_BONUS
+                value += summary_layout.FIRST_REQUEST_BONUS
             keys.append((value, -s_index, position))
     order = sorted(range(len(keys)), key=keys.__getitem__)
     assert plan.order == order
@@ -865,7 +631,7 @@ def test_the_drop_plan_is_the_lines_by_value_then_later_section_then_older_line(
         gone = set(order[:dropped])
         blocks = []
         first = 0
-        for section, size in zip(summarize._SECTIONS, sizes, strict=True):
+        for section, size in zip(summary_layout.SECTIONS, sizes, strict=True):
             body = ["- x" for index in range(first, first + size) if index not in gone]
             first += size
             if body:
@@ -880,27 +646,29 @@ def test_the_lines_of_two_earlier_summaries_are_kept_once_at_their_latest_place(
         return Message(id=id, role=Role.USER, kind=MessageKind.SUMMARY, parts=(part,))
 
     messages = [earlier("- a\n- b\n- c", "s1"), earlier("- b\n- d", "s2")]
-    assert summarize._extract(messages)["earlier"] == ["a", "c", "b", "d"]
-    assert summarize._extract(messages[:1])["earlier"] == ["a", "b", "c"]
+    assert summary_extract.extract_sections(messages)["earlier"] == ["a", "c", "b", "d"]
+    assert summary_extract.extract_sections(messages[:1])["earlier"] == ["a", "b", "c"]
 
 
 def reference_summary(messages: list[Message], budget: int) -> str | None:
     """The summary as its rule says: the least valuable lines go first (by value, then the
     later section, then the older line) until the rendering fits; None: a single line left."""
-    extracted = summarize._extract(messages)
-    sections = [extracted[section.key] for section in summarize._SECTIONS]
+    extracted = summary_extract.extract_sections(messages)
+    sections = [extracted[section.key] for section in summary_layout.SECTIONS]
     ranked: list[tuple[float, int, int]] = []
-    for s_index, (section, items) in enumerate(zip(summarize._SECTIONS, sections, strict=True)):
+    for s_index, (section, items) in enumerate(zip(summary_layout.SECTIONS, sections, strict=True)):
         for position in range(len(items)):
             value = section.weight + (position + 1) / (len(items) + 1)
             if s_index == 0 and position == 0:
-                value += summarize._FIRST_REQUEST_BONUS
+                value += summary_layout.FIRST_REQUEST_BONUS
             ranked.append((value, -s_index, position))
     ranked.sort()
     for dropped in range(len(ranked)):
         gone = {(-minus, position) for _, minus, position in ranked[:dropped]}
         blocks = []
-        for s_index, (section, items) in enumerate(zip(summarize._SECTIONS, sections, strict=True)):
+        for s_index, (section, items) in enumerate(
+            zip(summary_layout.SECTIONS, sections, strict=True)
+        ):
             body = [f"- {line}" for p, line in enumerate(items) if (s_index, p) not in gone]
             if body:
                 blocks.append("\n".join([section.header, *body]))
@@ -919,7 +687,7 @@ def test_the_least_valuable_lines_are_dropped_first(specs, budget) -> None:
         summarizer = LocalSummarizer()
         summary = summarizer.summarize(messages, budget)
         assert summary == expected
-        assert summarizer._rendered[summary] == _carried_over(summary)
+        assert summarizer._rendered[summary] == carried_over(summary)
 
 
 call_arguments = st.sampled_from(
@@ -980,6 +748,6 @@ def test_summaries_are_the_same_after_the_shared_memos_are_forgotten() -> None:
     ]
     first = LocalSummarizer().summarize(messages, 60)
     summarize.forget_memos()
-    assert not summarize._PATH_OF and not summarize._LOOKS_LIKE_PATH and not summarize._PLANS
+    assert not paths._PATH_OF and not paths._LOOKS_LIKE_PATH and not summary_layout._PLANS
     assert LocalSummarizer().summarize(messages, 60) == first
     assert "src/app/main.py" in first

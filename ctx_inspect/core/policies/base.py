@@ -24,8 +24,8 @@ from operator import attrgetter, not_
 from typing import Any, Protocol, Self, SupportsIndex, overload
 
 from ctx_inspect.core.model import Message, MessageKind, Part, PartType, Role
-from ctx_inspect.core.packed import build, shared_set
 from ctx_inspect.core.profiles import Profile
+from ctx_inspect.core.unvalidated import build, shared_set
 
 
 class Action(StrEnum):

@@ -3,12 +3,9 @@ settings compared with the original, and a sweep over axes of settings in a sort
 
 from __future__ import annotations
 
-import json
-import math
-import types
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from time import monotonic
-from typing import TYPE_CHECKING, Any, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Any
 
 from rich.style import Style
 from rich.text import Text
@@ -16,20 +13,17 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import (
-    Button,
     DataTable,
     Input,
     Label,
     LoadingIndicator,
     ProgressBar,
     Static,
-    TextArea,
 )
 from textual.worker import Worker, WorkerState, get_current_worker
 
-from ctx_inspect.core.profiles import Profile, check_keys, make_profile
+from ctx_inspect.core.profiles import Profile, make_profile
 from ctx_inspect.core.replay import Decision, ReplayResult, compare
 from ctx_inspect.core.session import Session
 from ctx_inspect.core.sweep import ROW_KEYS, SweepRow, grid, parse_axis
@@ -37,6 +31,17 @@ from ctx_inspect.errors import ConfigError
 from ctx_inspect.ui import plain
 from ctx_inspect.ui.screens.action_picker import error_text
 from ctx_inspect.ui.screens.base import SessionScreen
+from ctx_inspect.ui.screens.sweep_form import SweepForm
+from ctx_inspect.ui.settings_form import (
+    Setting,
+    as_sets,
+    explicit,
+    field_text,
+    parse_value,
+    same_settings,
+    settings_of,
+    show_value,
+)
 from ctx_inspect.ui.state import SessionState
 from ctx_inspect.ui.widgets.curve_compare import CurveCompare, CurvePoint
 from ctx_inspect.ui.widgets.zone_gauge import rich_color
@@ -45,8 +50,6 @@ if TYPE_CHECKING:
     from ctx_inspect.app.sweeper import SweepInput
     from ctx_inspect.ui.app import InspectorApp
 
-NOT_TUNABLE = ("name", "agent", "description")
-MAX_COMBINATIONS = 5000
 FLUSH_SECONDS = 0.1
 FORM_HELP = (
     "up / down: next field · enter or ctrl+r: re-run the replay · ctrl+s: sweep · "
@@ -55,115 +58,7 @@ FORM_HELP = (
 DECISION_KINDS = ("compaction", "prune", "final_turn", "dropped", "truncated")
 
 
-# -- the settings form, as data ------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Setting:
-    """One editable setting: its name, its scalar type, and whether it may be left empty."""
-
-    name: str
-    kind: type
-    optional: bool
-
-
-def _scalar(annotation: Any) -> tuple[type | None, bool]:
-    origin = get_origin(annotation)
-    if origin in (Union, types.UnionType):
-        inner = [a for a in get_args(annotation) if a is not type(None)]
-        kind, _ = _scalar(inner[0]) if len(inner) == 1 else (None, False)
-        return kind, True
-    if origin is not None and hasattr(annotation, "__metadata__"):
-        return _scalar(get_args(annotation)[0])
-    if annotation in (bool, int, float, str):
-        return annotation, False
-    return None, False
-
-
-def settings_of(profile: Profile) -> list[Setting]:
-    """The int / float / str / bool settings of the profile's type, in declaration order."""
-    cls = type(profile)
-    out = []
-    for name, info in cls.model_fields.items():
-        if name in NOT_TUNABLE:
-            continue
-        if name == "warning_ratio" and cls.warning_field != "warning_ratio":
-            continue
-        kind, optional = _scalar(info.annotation)
-        if kind is not None:
-            out.append(Setting(name, kind, optional))
-    return out
-
-
-def show_value(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
-def field_text(value: Any) -> str:
-    """A setting's value as its field shows it: a text setting may come from the input (an
-    export names the settings it was made with), so its control characters are shown
-    (:func:`parse_value` reads them back)."""
-    return plain.visible(show_value(value), keep_layout=False)
-
-
-def parse_value(setting: Setting, raw: str) -> Any:
-    """The typed value of a field, or ValueError with what was expected."""
-    text = raw.strip()
-    if not text:
-        if setting.optional:
-            return None
-        raise ValueError("a value is required")
-    if setting.kind is bool:
-        lowered = text.lower()
-        if lowered in ("true", "yes", "on", "1"):
-            return True
-        if lowered in ("false", "no", "off", "0"):
-            return False
-        raise ValueError("expected true or false")
-    if setting.kind is int:
-        try:
-            return int(text.replace("_", "").replace(",", ""))
-        except ValueError:
-            raise ValueError("expected an integer") from None
-    if setting.kind is float:
-        try:
-            value = float(text.replace("_", ""))
-        except ValueError:
-            raise ValueError("expected a number") from None
-        if not math.isfinite(value):
-            raise ValueError("expected a finite number")
-        return value
-    return plain.restore(raw)
-
-
-def explicit(profile: Profile) -> dict[str, Any]:
-    """The settings given to the profile explicitly (by the user or the input's figures)."""
-    return {k: getattr(profile, k) for k in profile.model_fields_set if k not in ("name", "agent")}
-
-
-def as_sets(profile: Profile) -> tuple[str, ...]:
-    """The profile's explicit settings as ``--set key=value`` strings (TOML values)."""
-    out = []
-    for key, value in sorted(explicit(profile).items()):
-        if value is None:
-            continue
-        if isinstance(value, bool):
-            out.append(f"{key}={'true' if value else 'false'}")
-        elif isinstance(value, int | float):
-            out.append(f"{key}={value!r}")
-        elif isinstance(value, tuple | list):
-            out.append(f"{key}={json.dumps(list(value))}")
-        else:
-            out.append(f"{key}={json.dumps(str(value))}")
-    return tuple(out)
-
-
-def same_settings(a: Profile, b: Profile) -> bool:
-    return type(a) is type(b) and a.model_dump() == b.model_dump()
+# -- the replay's readout -----------------------------------------------------------------------
 
 
 def curve(result: ReplayResult) -> list[CurvePoint]:
@@ -629,73 +524,3 @@ def sweep_input(app: InspectorApp, state: SessionState, profile: Profile) -> Swe
         merge=request.merge,
         index=index,
     )
-
-
-class SweepForm(ModalScreen["list[str] | None"]):
-    """The axes of a sweep, one per line: ``key=a,b,c`` or ``key=start:stop:step``."""
-
-    DEFAULT_CSS = """
-    SweepForm { align: center middle; }
-    SweepForm > #sweep-form {
-        width: 80; height: auto; border: round $primary; background: $surface; padding: 0 1;
-    }
-    SweepForm TextArea { height: 8; }
-    SweepForm #sweep-error { color: $error; height: auto; }
-    SweepForm #sweep-buttons { height: 1; margin-top: 1; }
-    SweepForm #sweep-buttons Button { margin-right: 2; }
-    """
-    BINDINGS = [
-        Binding("escape", "cancel", "Cancel"),
-        Binding("ctrl+r", "run", "Run sweep", priority=True),
-    ]
-
-    def __init__(self, profile: Profile, text: str) -> None:
-        super().__init__()
-        self.profile = profile
-        self.text = text
-
-    def compose(self) -> ComposeResult:
-        with Vertical(id="sweep-form"):
-            yield Label(f"Sweep {self.profile.name}: one axis per line")
-            yield Label("key=a,b,c  or  key=start:stop:step (inclusive)")
-            yield TextArea(self.text, id="sweep-axes", soft_wrap=False)
-            yield Static(id="sweep-error")
-            with Horizontal(id="sweep-buttons"):
-                yield Button("Run (ctrl+r)", variant="primary", compact=True, id="sweep-run")
-                yield Button("Cancel (esc)", compact=True, id="sweep-cancel")
-
-    def on_mount(self) -> None:
-        self.query_one(TextArea).focus()
-
-    def axes(self) -> list[str]:
-        text = self.query_one(TextArea).text
-        return [line.strip() for line in text.splitlines() if line.strip()]
-
-    def check(self, lines: list[str]) -> int:
-        """The number of combinations, or ConfigError."""
-        if not lines:
-            raise ConfigError("no axes", "give at least one line key=values")
-        parsed = [parse_axis(line) for line in lines]
-        check_keys(self.profile.name, [key for key, _ in parsed], "sweep")
-        total = math.prod(len(values) for _, values in parsed)
-        if total > MAX_COMBINATIONS:
-            raise ConfigError(
-                "sweep too large", f"{total:,} combinations (at most {MAX_COMBINATIONS:,})"
-            )
-        if total == 0:
-            raise ConfigError("empty sweep", "an axis has no values")
-        return total
-
-    @on(Button.Pressed, "#sweep-run")
-    def action_run(self) -> None:
-        lines = self.axes()
-        try:
-            self.check(lines)
-        except ConfigError as exc:
-            self.query_one("#sweep-error", Static).update(Text(plain.one_line(exc.one_line())))
-            return
-        self.dismiss(lines)
-
-    @on(Button.Pressed, "#sweep-cancel")
-    def action_cancel(self) -> None:
-        self.dismiss(None)

@@ -16,7 +16,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.widget import Widget
 
-from ctx_inspect.ui.widgets.timeline_view import MARKERS, PRIORITY
+from ctx_inspect.ui.widgets.timeline_points import MARKERS, PRIORITY
 from ctx_inspect.ui.widgets.zone_gauge import rich_color
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
