@@ -47,6 +47,7 @@ from ctx_inspect.core.model import Event, LogLine, MessageAdded, ParseIssue, Sou
 from ctx_inspect.errors import InputError
 from ctx_inspect.formats.base import DocumentParser, LineParser, Parser
 from ctx_inspect.formats.registry import FormatSpec, SnapshotSession, all_formats, get_format
+from tests.conformance import case
 from tests.formats import (
     Seed,
     comparable,
@@ -71,20 +72,18 @@ KNOWN: dict[tuple[str, str], str] = {}
 
 
 def streams(
-    case: str, why_not: Callable[[type[Parser]], str | None] = lambda parser: None
+    name: str, why_not: Callable[[type[Parser]], str | None] = lambda parser: None
 ) -> list[ParameterSet]:
-    """Every registered format for a stream case; formats read whole say why it does not apply
-    to them, and so do parsers ``why_not`` gives a reason for."""
-    out = []
-    for spec in all_formats():
-        marks: list[pytest.MarkDecorator] = []
-        reason = READ_WHOLE if spec.parser is None else why_not(spec.parser)
-        if reason is not None:
-            marks.append(pytest.mark.skip(reason=reason))
-        if (spec.name, case) in KNOWN:
-            marks.append(pytest.mark.xfail(strict=True, reason=KNOWN[spec.name, case]))
-        out.append(pytest.param(spec.name, id=spec.name, marks=marks))
-    return out
+    """Every registered format for the stream case ``name``; formats read whole say why it does
+    not apply to them, and so do parsers ``why_not`` gives a reason for."""
+    return [
+        case(
+            spec.name,
+            skip=READ_WHOLE if spec.parser is None else why_not(spec.parser),
+            known=KNOWN.get((spec.name, name)),
+        )
+        for spec in all_formats()
+    ]
 
 
 def lines_only(parser: type[Parser]) -> str | None:
@@ -101,17 +100,13 @@ def reads_documents(parser: type[Parser]) -> str | None:
     return "reads lines only: no document to hold"
 
 
-def snapshots(case: str) -> list[ParameterSet]:
+def snapshots(name: str) -> list[ParameterSet]:
     """Every registered format read whole (stream formats have their own cases)."""
-    out = []
-    for spec in all_formats():
-        if spec.snapshot is None:
-            continue
-        marks = []
-        if (spec.name, case) in KNOWN:
-            marks.append(pytest.mark.xfail(strict=True, reason=KNOWN[spec.name, case]))
-        out.append(pytest.param(spec.name, id=spec.name, marks=marks))
-    return out
+    return [
+        case(spec.name, known=KNOWN.get((spec.name, name)))
+        for spec in all_formats()
+        if spec.snapshot is not None
+    ]
 
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -295,6 +290,7 @@ def test_a_truncated_last_line_is_accounted_for_and_the_rest_read(name: str) -> 
     cut = data[: last + (len(data) - last) // 2]
     whole, events = read(spec, data), read(spec, cut)
     assert crashes(events) == []
+    assert read(spec, cut, range(5, len(cut), 11)) == events
     assert accounted(spec, cut, events) == [], "the cut line is lost without a word"
     # what the lines before the cut one make (the records with a span: one made of several
     # lines may hold a figure of the last), but for a record the cut line's bytes joined (a
@@ -328,6 +324,7 @@ def test_malformed_lines_are_visible_and_the_rest_is_read(name: str) -> None:
     numbers = set(range(first, first + len(GARBAGE)))
     events = read(spec, spoiled)
     assert crashes(events) == []
+    assert read(spec, spoiled, range(7, len(spoiled), 13)) == events
     # shown: an issue, or the line as a log line; in a text format, any record holding it
     shown = [e for e in events if isinstance(e, ParseIssue | LogLine)] if json_lines else events
     for number in sorted(numbers):
@@ -363,40 +360,38 @@ HUGE = 16 * LIMIT  # a line (a document) this long, fed in pieces of PIECE bytes
 PIECE = 64 * 1024
 
 
-def held_while(feed: Callable[[], list[Event]]) -> tuple[list[Event], int]:
-    """What ``feed`` gives, and the most memory it held meanwhile."""
+def fed_past_the_limit(
+    name: str, limit: str, head: bytes, piece: bytes, tail: bytes, monkeypatch: pytest.MonkeyPatch
+) -> list[Event]:
+    """What a parser of ``name``, its ``limit`` (a class setting) lowered to ``LIMIT``, makes of
+    ``head``, then ``piece`` until ``HUGE`` bytes of it were fed, then ``tail``; holding no more
+    than the limit (and a few pieces) meanwhile."""
+    spec = get_format(name)
+    assert spec.parser is not None and getattr(spec.parser, limit) <= 1024 * 1024 * 1024
+    monkeypatch.setattr(spec.parser, limit, LIMIT)
+    parser = spec.make_parser(0, "huge")
+    events = parser.feed(head)
     tracemalloc.start()
     try:
         base = tracemalloc.get_traced_memory()[0]
-        events = feed()
-        return events, tracemalloc.get_traced_memory()[1] - base
+        for _ in range(HUGE // len(piece)):
+            events += parser.feed(piece)
+        peak = tracemalloc.get_traced_memory()[1] - base
     finally:
         tracemalloc.stop()
+    assert peak < LIMIT + 4 * PIECE, f"{peak} bytes held past the limit"
+    return events + parser.feed(tail) + parser.finish()
 
 
 @pytest.mark.parametrize("name", streams("huge_line", reads_lines))
 def test_a_line_past_the_limit_is_one_issue_in_bounded_memory(
     name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    spec = get_format(name)
-    parser_class = spec.parser
-    assert parser_class is not None and issubclass(parser_class, LineParser)
-    assert parser_class.max_line_bytes <= 64 * 1024 * 1024
-    monkeypatch.setattr(parser_class, "max_line_bytes", LIMIT)
-    data = line_input(name)
-    first, rest = data.split(b"\n", 1)
-    parser = spec.make_parser(0, "huge")
-    events = parser.feed(first + b"\n")
-
-    def feed() -> list[Event]:
-        out: list[Event] = []
-        for _ in range(HUGE // PIECE):
-            out += parser.feed(b'{"x": "' + b"y" * (PIECE - 7))
-        return out
-
-    more, peak = held_while(feed)
-    events += more + parser.feed(b"\n" + rest) + parser.finish()
-    assert peak < LIMIT + 4 * PIECE, f"{peak} bytes held for a line past the limit"
+    first, rest = line_input(name).split(b"\n", 1)
+    piece = b'{"x": "' + b"y" * (PIECE - 7)
+    events = fed_past_the_limit(
+        name, "max_line_bytes", first + b"\n", piece, b"\n" + rest, monkeypatch
+    )
     too_long = [e for e in issues(events) if "line too long" in e.reason]
     assert [i.span.length for i in too_long if i.span] == [HUGE], issues(events)
 
@@ -405,21 +400,10 @@ def test_a_line_past_the_limit_is_one_issue_in_bounded_memory(
 def test_a_document_past_the_limit_is_one_issue_in_bounded_memory(
     name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    spec = get_format(name)
-    parser_class = spec.parser
-    assert parser_class is not None
-    monkeypatch.setattr(parser_class, "max_document_bytes", LIMIT)
-    parser = spec.make_parser(0, "huge.json")
-
-    def feed() -> list[Event]:
-        out = parser.feed(b'[{"role": "user", "content": "')
-        for _ in range(HUGE // PIECE):
-            out += parser.feed(b"y" * PIECE)
-        return out
-
-    events, peak = held_while(feed)
-    events += parser.feed(b'"}]\n') + parser.finish()
-    assert peak < LIMIT + 4 * PIECE, f"{peak} bytes held for a document past the limit"
+    head = b'[{"role": "user", "content": "'
+    events = fed_past_the_limit(
+        name, "max_document_bytes", head, b"y" * PIECE, b'"}]\n', monkeypatch
+    )
     assert [e.reason for e in issues(events)] == [
         f"document too large ({HUGE + 34} bytes); not read"
     ]
@@ -428,20 +412,47 @@ def test_a_document_past_the_limit_is_one_issue_in_bounded_memory(
 LONG = 1024 * 1024  # a line grown by this much is still far under the limit
 
 
+def inputs(name: str) -> list[bytes]:
+    """The typical input of a format, and its typical input of lines when that is another."""
+    found = [the_typical(name)]
+    lines = typical_lines(name)
+    if lines is not None and lines != found[0]:
+        found.append(lines)
+    return [seed.read() for seed in found]
+
+
+def unplaced(event: Any) -> Any:
+    """The event without where it is (its span, an issue's offset)."""
+    if isinstance(event, ParseIssue):
+        return event.model_copy(update={"span": None, "offset": 0})
+    return event.model_copy(update={"span": None})
+
+
+def others(data: bytes, events: list[Any], line: set[int]) -> list[Any]:
+    """The records with a span that do not reach ``line``, without where they are."""
+    return [unplaced(e) for e in apart(data, events, line) if e.span is not None]
+
+
 @pytest.mark.parametrize("name", streams("long_line"))
 def test_a_long_line_under_the_limit_is_read_whole_in_pieces(name: str) -> None:
     spec = get_format(name)
-    data = line_input(name) if typical_lines(name) else the_typical(name).read()
-    whole = read(spec, data)
-    offset, length = text_byte(data, whole)
-    grown = data[: offset + length] + b"x" * LONG + data[offset + length :]
-    events = read(spec, grown, range(PIECE, len(grown), PIECE))
-    assert [i.reason for i in issues(events)] == [i.reason for i in issues(whole)]
-    assert kinds(events) == kinds(whole)
-    before = [len(e.message.text) for e in whole if isinstance(e, MessageAdded)]
-    after = [len(e.message.text) for e in events if isinstance(e, MessageAdded)]
-    if before:
-        assert sorted(a - b for a, b in zip(after, before, strict=True))[-1] == LONG
+    for data in inputs(name):
+        whole = read(spec, data)
+        offset, length = text_byte(data, whole)
+        grown = data[: offset + length] + b"x" * LONG + data[offset + length :]
+        events = read(spec, grown, range(PIECE, len(grown), PIECE))
+        assert [i.reason for i in issues(events)] == [i.reason for i in issues(whole)]
+        assert kinds(events) == kinds(whole)
+        before = [len(e.message.text) for e in whole if isinstance(e, MessageAdded)]
+        after = [len(e.message.text) for e in events if isinstance(e, MessageAdded)]
+        if before:
+            assert sorted(a - b for a, b in zip(after, before, strict=True))[-1] == LONG
+        # the other records read as they were (their figures, their texts); a record made of
+        # several lines (no span) may hold the grown text
+        if is_document(data):
+            continue
+        line = {_line_at(line_starts(data), offset)}
+        assert others(grown, events, line) == others(data, whole, line)
 
 
 @pytest.mark.parametrize("name", streams("every_split"))
@@ -453,15 +464,21 @@ def test_every_split_point_of_a_small_input_gives_the_whole_reading(name: str) -
         assert read(spec, data, [cut]) == whole, f"split at byte {cut}"
 
 
-@pytest.mark.parametrize("name", streams("random_chunks"))
-def test_random_pieces_of_every_fixture_give_the_whole_reading(name: str) -> None:
+def every_fixture(name: str) -> Iterator[tuple[FormatSpec, str, bytes, list[Any]]]:
+    """(the format, the fixture's name, its bytes, what reading them gives) for every fixture
+    of the format ``name``."""
     spec = get_format(name)
     for seed in fixtures(name):
         data = seed.read()
-        whole = read(spec, data)
+        yield spec, seed.label, data, read(spec, data)
+
+
+@pytest.mark.parametrize("name", streams("random_chunks"))
+def test_random_pieces_of_every_fixture_give_the_whole_reading(name: str) -> None:
+    for spec, label, data, whole in every_fixture(name):
         for n in range(2):
             cuts = cuts_by(random_sizes(n, len(data)), len(data))
-            assert read(spec, data, cuts) == whole, f"{seed.label}, pieces {n}"
+            assert read(spec, data, cuts) == whole, f"{label}, pieces {n}"
 
 
 ODD_INPUTS = (
@@ -489,23 +506,18 @@ def test_odd_inputs_never_raise(name: str) -> None:
 
 @pytest.mark.parametrize("name", streams("accounted"))
 def test_every_line_of_every_fixture_is_accounted_for(name: str) -> None:
-    spec = get_format(name)
-    for seed in fixtures(name):
-        data = seed.read()
-        events = read(spec, data)
-        assert crashes(events) == [], seed.label
-        assert accounted(spec, data, events) == [], f"{seed.label}: lines lost without a word"
+    for spec, label, data, events in every_fixture(name):
+        assert crashes(events) == [], label
+        assert accounted(spec, data, events) == [], f"{label}: lines lost without a word"
 
 
 @pytest.mark.parametrize("name", streams("entries"))
 def test_feeding_without_bodies_gives_what_feeding_with_them_gives(name: str) -> None:
-    spec = get_format(name)
-    for seed in fixtures(name):
-        data = seed.read()
-        whole = comparable(read(spec, data))
-        assert comparable(read(spec, data, entries=True)) == whole, seed.label
+    for spec, label, data, events in every_fixture(name):
+        whole = comparable(events)
+        assert comparable(read(spec, data, entries=True)) == whole, label
         cuts = cuts_by(random_sizes(7, len(data)), len(data))
-        assert comparable(read(spec, data, cuts, entries=True)) == whole, seed.label
+        assert comparable(read(spec, data, cuts, entries=True)) == whole, label
 
 
 @pytest.mark.parametrize("name", streams("read_back"))
@@ -520,7 +532,8 @@ def test_bodies_read_back_by_span_are_the_messages_read(name: str) -> None:
                 continue
             span = event.span
             again = parser.messages_at(data[span.offset : span.offset + span.length], span)
-            assert event.message in again, f"{seed.label}: {event.message.id}"
+            same = [m for m in again if m.id == event.message.id]
+            assert same == [event.message], f"{seed.label}: {event.message.id}"
 
 
 @pytest.mark.parametrize("name", streams("reset"))
@@ -598,29 +611,36 @@ def test_an_empty_input_read_whole_is_refused_or_read_empty(name: str, tmp_path:
         assert all(not s.events or visible([s]) for s in result), result
 
 
+def stored(name: str, folder: Path) -> tuple[Path, list[Path]]:
+    """The input of ``name`` made in ``folder``, and the files it stores its records in: its
+    databases, else (a folder of JSON files) its files."""
+    path = made(name, folder)
+    found = databases(path)
+    if not found:
+        found = sorted(p for p in path.rglob("*") if p.is_file())
+    return path, found
+
+
 @pytest.mark.parametrize("name", snapshots("damaged"))
-def test_a_damaged_database_is_refused_or_an_issue(name: str, tmp_path: Path) -> None:
-    path = made(name, tmp_path)
-    targets = databases(path)
-    if not targets:
-        pytest.skip("holds no database")
-    for damage in ("cut", "garbage"):
-        for target in databases(path):
-            data = target.read_bytes()
-            if damage == "cut":
-                target.write_bytes(data[: len(data) // 2])
-            else:
-                target.write_bytes(data[:16] + b"\x01" * 300)
-            assert visible(snapshot_of(name, path)), damage
-            target.write_bytes(data)
+def test_a_damaged_input_is_refused_or_an_issue(name: str, tmp_path: Path) -> None:
+    """Each file cut, or its bytes past a header replaced: refused, an issue, or (a file the
+    reader does not read) the same reading."""
+    path, targets = stored(name, tmp_path)
+    intact = snapshot_of(name, path)
+    for target in targets:
+        data = target.read_bytes()
+        for damaged in (data[: len(data) // 2], data[:16] + b"\x01" * 300):
+            target.write_bytes(damaged)
+            result = snapshot_of(name, path)
+            assert visible(result) or result == intact, (target.name, damaged[:20])
+        target.write_bytes(data)
 
 
 @pytest.mark.parametrize("name", snapshots("missing_tables"))
 def test_a_database_missing_its_tables_is_refused_or_an_issue(name: str, tmp_path: Path) -> None:
-    path = made(name, tmp_path)
-    targets = databases(path)
-    if not targets:
-        pytest.skip("holds no database")
+    path, targets = stored(name, tmp_path)
+    if targets[0].suffix == ".json":
+        pytest.skip("a folder of JSON files: no tables")
     for target in targets:
         target.unlink()
         con = sqlite3.connect(target)

@@ -51,6 +51,7 @@ from ctx_inspect.core.profiles import Profile, make_profile
 from ctx_inspect.core.replay import replay
 from ctx_inspect.core.session import Session
 from ctx_inspect.core.summarize import LocalSummarizer
+from tests.conformance import case
 
 # The settings every profile is given here: a window the session's ~90k tokens cross.
 WINDOW: dict[str, object] = {"context_window": 64_000}
@@ -80,6 +81,12 @@ IDEMPOTENT: dict[tuple[str, str], str] = {
 
 # Known failures of policies being moved into their agents' packages now: (agent, case) -> why.
 KNOWN: dict[tuple[str, str], str] = {
+    # the plug-in of tests/plugin (tests/conformance/test_plugin.py): its policy is the generic
+    # one under its own name
+    ("example", "well_formed"): (
+        "the generic policy names its results 'generic' whatever the name of a policy made of "
+        "it: a plug-in's what-if and diff say 'generic'"
+    ),
     ("goagent", "idempotent-truncate"): (
         "a forced truncate cuts an output the limits cut already again (its notice counted as "
         "text): it fires, with no token saved, and the notice loses the output's real size"
@@ -87,33 +94,24 @@ KNOWN: dict[tuple[str, str], str] = {
 }
 
 
-def with_policy(case: str) -> list[ParameterSet]:
-    out = []
-    for agent in agents.all_agents():
-        if agent.policy is None or agent.profile is None:
-            continue
-        marks = []
-        if (agent.name, case) in KNOWN:
-            marks.append(pytest.mark.xfail(strict=True, reason=KNOWN[agent.name, case]))
-        out.append(pytest.param(agent.name, id=agent.name, marks=marks))
-    return out
+def with_policy(name: str) -> list[ParameterSet]:
+    """Every agent with a policy, for the case ``name``."""
+    return [
+        case(agent.name, known=KNOWN.get((agent.name, name)))
+        for agent in agents.all_agents()
+        if agent.policy is not None and agent.profile is not None
+    ]
 
 
 def idempotent_actions() -> list[ParameterSet]:
-    out = []
-    for agent in agents.all_agents():
-        if agent.policy is None or agent.profile is None:
-            continue
-        for action in ("prune", "compact", "truncate"):
-            why = IDEMPOTENT.get((agent.name, action))
-            if why is None:
-                continue
-            marks = []
-            known = KNOWN.get((agent.name, f"idempotent-{action}"))
-            if known is not None:
-                marks.append(pytest.mark.xfail(strict=True, reason=known))
-            out.append(pytest.param(agent.name, action, id=f"{agent.name}-{action}", marks=marks))
-    return out
+    """(agent, forced action) for the actions ``IDEMPOTENT`` declares."""
+    return [
+        case(agent.name, action, known=KNOWN.get((agent.name, f"idempotent-{action}")))
+        for agent in agents.all_agents()
+        if agent.policy is not None and agent.profile is not None
+        for action in ("prune", "compact", "truncate")
+        if (agent.name, action) in IDEMPOTENT
+    ]
 
 
 # -- the session ------------------------------------------------------------------------------
@@ -129,65 +127,42 @@ def output_text(turn: int) -> str:
     return (line * (size // len(line) + 1))[:size]
 
 
+def said(mid: str, role: Role, text: str) -> Message:
+    return Message(id=mid, role=role, parts=(Part(type=PartType.TEXT, text=text),))
+
+
 def conversation() -> list[Message]:
     """A user request, then a tool call and its output per turn, now and then a user remark."""
     messages = [
-        Message(
-            id="sys",
-            role=Role.SYSTEM,
-            parts=(Part(type=PartType.TEXT, text="You are a careful coding agent. " * 16),),
-        ),
-        Message(
-            id="u0",
-            role=Role.USER,
-            parts=(Part(type=PartType.TEXT, text="Fix the failing test in src/app.py"),),
-        ),
+        said("sys", Role.SYSTEM, "You are a careful coding agent. " * 16),
+        said("u0", Role.USER, "Fix the failing test in src/app.py"),
     ]
     for turn in range(TURNS):
         call = f"c{turn}"
-        said = (
+        plan = (
             f"The tests still fail in src/mod{turn % 7}.py; I will read the traceback, look "
             f"at the assertion on line {turn} and run the suite again to see what changed. "
         ) * 2
-        messages.append(
+        run = Part(
+            type=PartType.TOOL_CALL,
+            tool_name="Bash",
+            call_id=call,
+            arguments='{"command": "pytest tests/test_app.py"}',
+        )
+        output = Part(
+            type=PartType.TOOL_RESULT, text=output_text(turn), tool_name="Bash", call_id=call
+        )
+        messages += [
             Message(
                 id=f"a{turn}",
                 role=Role.ASSISTANT,
                 kind=MessageKind.TOOL_CALL,
-                parts=(
-                    Part(type=PartType.TEXT, text=said),
-                    Part(
-                        type=PartType.TOOL_CALL,
-                        tool_name="Bash",
-                        call_id=call,
-                        arguments='{"command": "pytest tests/test_app.py"}',
-                    ),
-                ),
-            )
-        )
-        messages.append(
-            Message(
-                id=f"t{turn}",
-                role=Role.TOOL,
-                kind=MessageKind.TOOL_RESULT,
-                parts=(
-                    Part(
-                        type=PartType.TOOL_RESULT,
-                        text=output_text(turn),
-                        tool_name="Bash",
-                        call_id=call,
-                    ),
-                ),
-            )
-        )
+                parts=(Part(type=PartType.TEXT, text=plan), run),
+            ),
+            Message(id=f"t{turn}", role=Role.TOOL, kind=MessageKind.TOOL_RESULT, parts=(output,)),
+        ]
         if turn % 9 == 8:
-            messages.append(
-                Message(
-                    id=f"u{turn}",
-                    role=Role.USER,
-                    parts=(Part(type=PartType.TEXT, text=f"Still failing at step {turn}?"),),
-                )
-            )
+            messages.append(said(f"u{turn}", Role.USER, f"Still failing at step {turn}?"))
     return messages
 
 
