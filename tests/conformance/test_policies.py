@@ -81,12 +81,6 @@ IDEMPOTENT: dict[tuple[str, str], str] = {
 
 # Known failures of policies being moved into their agents' packages now: (agent, case) -> why.
 KNOWN: dict[tuple[str, str], str] = {
-    # the plug-in of tests/plugin (tests/conformance/test_plugin.py): its policy is the generic
-    # one under its own name
-    ("example", "well_formed"): (
-        "the generic policy names its results 'generic' whatever the name of a policy made of "
-        "it: a plug-in's what-if and diff say 'generic'"
-    ),
     ("goagent", "idempotent-truncate"): (
         "a forced truncate cuts an output the limits cut already again (its notice counted as "
         "text): it fires, with no token saved, and the notice loses the output's real size"
