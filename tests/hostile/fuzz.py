@@ -3,35 +3,23 @@
 A mutation takes an input's bytes and a ``Choices`` (where its random decisions come from:
 hypothesis draws in the tests, ``random.Random`` in an exploratory run) and returns other bytes:
 bits flipped, a cut, invalid UTF-8, NUL bytes, a huge line, deep nesting, JSON values of the
-wrong type in known fields, records duplicated or reordered. Seeds are our fixtures
-(``tests/data``) and the real samples of the shared corpus, each assigned to the format the
-detector gives it; corpus files are read, never copied.
+wrong type in known fields, records duplicated or reordered. Seeds are the inputs of each
+format (``tests/formats.py``: our fixtures and the real samples of the shared corpus, each
+assigned to the format the detector gives it); corpus files are read, never copied.
 """
 
 from __future__ import annotations
 
-import bisect
-import functools
 import json
 import random
-import shutil
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 import orjson
 
-from ctx_inspect.core.model import MessageAdded, SourceSpan
-from ctx_inspect.core.packed import entry_event
-from ctx_inspect.core.session import MessageEntry
-from ctx_inspect.errors import InputError
-from ctx_inspect.formats.native import FORMAT_TAG
-from ctx_inspect.formats.registry import FormatSpec, all_formats, detect
-
-DATA = Path(__file__).parents[1] / "data"
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
+from tests.formats import Seed, loads_json
 
 T = TypeVar("T")
 
@@ -175,7 +163,7 @@ def deep_nesting(data: bytes, c: Choices) -> bytes:
     strings)."""
     nested = deep(c.choice(DEPTHS), c)
     where = c.integer(0, 2)
-    document = _loads(data) if where else None
+    document = loads_json(data) if where else None
     if isinstance(document, dict | list):
         return _holding(document, c, nested, as_text=where == 2)
     lines = data.split(b"\n")
@@ -230,7 +218,7 @@ def _changed_records(
 ) -> bytes | None:
     """``change`` applied to the input when it is one JSON document, else to ``times`` of its
     JSON lines; None when it holds no JSON."""
-    document = _loads(data)
+    document = loads_json(data)
     if document is not None:
         return _dumps(change(document))
     lines = data.split(b"\n")
@@ -423,278 +411,19 @@ def _point(data: bytes, c: Choices, *, inside_string: bool) -> int:
 # -- seeds --------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Seed:
-    label: str  # the path, relative to tests/data or to the corpus
-    path: Path
-    corpus: bool
-
-    def read(self, c: Choices | None = None) -> bytes:
-        """The seed's bytes; a corpus file longer than ``WINDOW_BYTES`` gives a window of
-        whole lines of it, from a point that ``c`` picks (its start, or anywhere)."""
-        size = self.path.stat().st_size
-        if c is None or not self.corpus or size <= WINDOW_BYTES:
-            return self.path.read_bytes()
-        start = c.integer(0, size - WINDOW_BYTES) if c.integer(0, 2) else 0
-        with self.path.open("rb") as fh:
-            fh.seek(start)
-            window = fh.read(WINDOW_BYTES)
-        if start:
-            window = window[window.find(b"\n") + 1 :]
-        return window[: window.rfind(b"\n") + 1]
-
-
-def stream_formats() -> list[FormatSpec]:
-    return [spec for spec in all_formats() if spec.parser is not None]
-
-
-@functools.cache
-def seeds() -> dict[str, list[Seed]]:
-    """Each stream format's seeds: the files among our fixtures and the corpus that the
-    detector reads as that format (a non-empty file each)."""
-    found: dict[str, list[Seed]] = {spec.name: [] for spec in stream_formats()}
-    for root, corpus in ((DATA, False), (CORPUS, True)):
-        if not root.is_dir():
-            continue
-        for path in sorted(root.rglob("*")):
-            if not path.is_file() or path.suffix == ".sql" or path.stat().st_size == 0:
-                continue
-            if path.suffix == ".md" and not path.name.endswith(".history.md"):
-                continue
-            try:
-                spec = detect(path)
-            except InputError:
-                continue
-            if spec.name in found:
-                label = str(path.relative_to(root))
-                found[spec.name].append(Seed(label, path, corpus))
-    return found
-
-
-# -- what every parser promises -----------------------------------------------------------------
-
-
-INPUT_NAME = "fuzzed-input"
-
-
-def read(
-    spec: FormatSpec, data: bytes, cuts: Sequence[int] = (), *, entries: bool = False
-) -> list[Any]:
-    """What a new parser of ``spec`` makes of ``data`` fed in pieces cut at ``cuts``, then
-    finished (with ``feed_entries``, as for a session that keeps no bodies, if ``entries``)."""
-    parser = spec.make_parser(0, INPUT_NAME)
-    feed = parser.feed_entries if entries else parser.feed
-    out: list[Any] = []
-    at = 0
-    for cut in sorted({*cuts, len(data)}):
-        if cut > at:
-            out += feed(data[at:cut])
-            at = cut
-    out += parser.finish()
-    return out
-
-
-def uncovered_lines(data: bytes, events: Sequence[Any]) -> list[int]:
-    """The numbers of the input's non-blank lines that no event's span (nor a
-    ``MessageEntry``'s) reaches: bytes that would be lost without a word."""
-    starts = [0, *(i + 1 for i in _newlines(data))]
-    covered = bytearray(len(starts) + 1)
-    for event in events:
-        span = _span(event)
-        if span is None:
-            continue
-        offset, length = span
-        first = bisect.bisect_right(starts, offset)
-        last = bisect.bisect_right(starts, offset + max(length - 1, 0))
-        covered[first : last + 1] = b"\x01" * (last + 1 - first)
-    lines = data.split(b"\n")
-    return [n for n, raw in enumerate(lines, 1) if raw.strip() and not covered[n]]
-
-
-def _newlines(data: bytes) -> Iterator[int]:
-    at = data.find(b"\n")
-    while at >= 0:
-        yield at
-        at = data.find(b"\n", at + 1)
-
-
-def _span(item: Any) -> tuple[int, int] | None:
-    if isinstance(item, MessageEntry):
-        return item.offset, item.length
-    span = item.span
-    return None if span is None else (span.offset, span.length)
-
-
-def comparable(items: Sequence[Any]) -> list[Any]:
-    """Events with messages reduced to what a ``MessageEntry`` holds, and the other entries
-    (``RequestEntry``, ``UsageEntry``, ``LogEntry``) made the events they stand for, so that
-    what ``feed`` gives and what ``feed_entries`` gives can be compared."""
-    out: list[Any] = []
-    for item in map(entry_event, items):
-        if isinstance(item, MessageEntry):
-            out.append(
-                (
-                    "message",
-                    item.id,
-                    item.role,
-                    item.kind,
-                    item.thread,
-                    item.offset,
-                    item.length,
-                    item.line,
-                )
-            )
-        elif isinstance(item, MessageAdded):
-            span = item.span or SourceSpan()
-            m = item.message
-            out.append(
-                ("message", m.id, m.role, m.kind, m.thread, span.offset, span.length, span.line)
-            )
-        else:
-            out.append(item)
-    return out
-
-
-def dropped_lines(
-    spec: FormatSpec, data: bytes, events: Sequence[Any], picks: Sequence[int] = (0, -1)
-) -> list[int]:
-    """Lines no event points at whose content changes nothing: blanked (spaces in place of
-    its bytes, so no offset moves), the input gives the same events. Such a line was dropped
-    without a word. Only the uncovered lines at the positions ``picks`` are tried (each try
-    reads the input again). A line no span covers but that changes what is read (a part of a
-    message held until its request ends) is accounted for; so are the lines of an input that
-    is one JSON document (they are not records: a key a reader does not use is no loss), and
-    the header of an export of ours (a marker holding no data)."""
-    uncovered = uncovered_lines(data, events)
-    if not uncovered or _loads(data) is not None:
-        return []
-    lines = data.split(b"\n")
-    if spec.name == "native" and _is_native_header(lines, uncovered[0]):
-        uncovered = uncovered[1:]
-        if not uncovered:
-            return []
-    dropped = []
-    for n in sorted({uncovered[p % len(uncovered)] for p in picks}):
-        blank = b"\n".join([*lines[: n - 1], b" " * len(lines[n - 1]), *lines[n:]])
-        if read(spec, blank) == list(events):
-            dropped.append(n)
-    return dropped
-
-
-def _is_native_header(lines: list[bytes], n: int) -> bool:
-    """Whether line ``n`` is a native export's header, and the first line that is a JSON
-    value (what the reader takes for the header)."""
-    if any(_loads(line) is not None for line in lines[: n - 1]):
-        return False
-    value = _loads(lines[n - 1].removeprefix(b"\xef\xbb\xbf"))
-    return isinstance(value, dict) and value.get("format") == FORMAT_TAG and "type" not in value
-
-
-def _loads(line: bytes) -> Any:
-    """What a JSON Lines reader makes of a line (None: not JSON, or null)."""
-    for text in (line, line.decode("utf-8", "replace")):
-        try:
-            return orjson.loads(text)
-        except orjson.JSONDecodeError:
-            continue
-    return None
-
-
-# -- inputs read whole: databases and folders ---------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SnapshotSeed:
-    """An input of a format read whole, made afresh (it is mutated in place) under a folder."""
-
-    label: str
-    make: Callable[[Path], Path]
-    corpus: bool = False
-
-
-def _copy(source: Path, name: str) -> Callable[[Path], Path]:
-    def make(folder: Path) -> Path:
-        target = folder / name
-        if source.is_dir():
-            shutil.copytree(source, target)
-        else:
-            shutil.copyfile(source, target)
-        return target
-
-    return make
-
-
-def _opencode_db(storage: Path) -> Callable[[Path], Path]:
-    def make(folder: Path) -> Path:
-        from tests.unit.test_format_opencode import build_db
-
-        return build_db(folder / "opencode.db", storage=storage)
-
-    return make
-
-
-def _fifth_db(reference: bool) -> Callable[[Path], Path]:
-    def make(folder: Path) -> Path:
-        from tests.unit.test_format_fifth import make_db, reference_db
-
-        path = folder / "context.db"
-        return reference_db(path) if reference else make_db(path)
-
-    return make
-
-
-def _opencode_data(storage: Path, log: Path) -> Callable[[Path], Path]:
-    def make(folder: Path) -> Path:
-        data = folder / "opencode"
-        (data / "log").mkdir(parents=True)
-        _opencode_db(storage)(data)
-        shutil.copyfile(log, data / "log" / log.name)
-        return data
-
-    return make
-
-
-def snapshot_seeds() -> dict[str, list[SnapshotSeed]]:
-    """The inputs of the formats read whole (SQLite databases, storage and session folders),
-    from our fixtures and, when it is here, the corpus."""
-    opencode = DATA / "opencode"
-    v118 = opencode / "v118"
-    real = CORPUS / "realruns" / "opencode" / "prune-autocompact-serve" / "xdg-data" / "opencode"
-    found = {
-        "opencode-db": [
-            SnapshotSeed("opencode/storage as a database", _opencode_db(opencode / "storage")),
-            SnapshotSeed("opencode/v118/storage as a database", _opencode_db(v118 / "storage")),
-        ],
-        "opencode-storage": [
-            SnapshotSeed("opencode/storage", _copy(opencode / "storage", "storage")),
-            SnapshotSeed("opencode/v118/storage", _copy(v118 / "storage", "storage")),
-        ],
-        "opencode-data": [
-            SnapshotSeed(
-                "opencode/storage and opencode.log",
-                _opencode_data(opencode / "storage", opencode / "opencode.log"),
-            ),
-            SnapshotSeed(
-                "opencode/v118 storage and log",
-                _opencode_data(v118 / "storage", v118 / "opencode.log"),
-            ),
-        ],
-        "fifth-db": [
-            SnapshotSeed("fifth/context.sql", _fifth_db(reference=False)),
-            SnapshotSeed("the reference's worked example", _fifth_db(reference=True)),
-        ],
-        "openhands": [
-            SnapshotSeed("openhands/session", _copy(DATA / "openhands" / "session", "s"))
-        ],
-    }
-    if real.is_dir():
-        found["opencode-db"].append(
-            SnapshotSeed("a real opencode.db", _copy(real / "opencode.db", "opencode.db"), True)
-        )
-        found["opencode-data"].append(
-            SnapshotSeed("a real OpenCode data folder", _copy(real, "opencode"), True)
-        )
-    return found
+def window(seed: Seed, c: Choices) -> bytes:
+    """The seed's bytes; a corpus file longer than ``WINDOW_BYTES`` gives a window of whole
+    lines of it, from a point that ``c`` picks (its start, or anywhere)."""
+    size = seed.path.stat().st_size
+    if not seed.corpus or size <= WINDOW_BYTES:
+        return seed.read()
+    start = c.integer(0, size - WINDOW_BYTES) if c.integer(0, 2) else 0
+    with seed.path.open("rb") as fh:
+        fh.seek(start)
+        data = fh.read(WINDOW_BYTES)
+    if start:
+        data = data[data.find(b"\n") + 1 :]
+    return data[: data.rfind(b"\n") + 1]
 
 
 def mutate_input(path: Path, c: Choices) -> str:

@@ -39,7 +39,8 @@ from ctx_inspect.formats.chat_common import compact_json
 from ctx_inspect.formats.fifth import read_database as read_fifth
 from ctx_inspect.formats.jsinspect import InspectError, parse_inspect
 from ctx_inspect.formats.registry import get_format
-from tests.hostile.fuzz import RandomChoices, _mutate_row, comparable, read
+from tests.formats import comparable, read
+from tests.hostile.fuzz import RandomChoices, _mutate_row
 from tests.hostile.test_fuzz_formats import check_commands, check_reading
 
 DATA = Path(__file__).parents[1] / "data"

@@ -1,14 +1,16 @@
 """Every input format fuzzed: mutated real inputs never crash a reader, hang, lose bytes
 without a word or make a command fail with a traceback.
 
-Seeds are our fixtures (``tests/data``) and, when it is here, the real samples of the shared
-corpus (read in place, a window of each). Mutations (``tests/hostile/fuzz.py``): bits flipped,
-a cut at a random point, invalid UTF-8, NUL bytes, a line of megabytes, JSON nested 100,000
-levels deep (and just under the limits of the JSON reader and of Python's recursion), JSON
-values of the wrong type in the fields a record has, null everywhere, records repeated or
-reordered, other line ends; rows and files of databases and folders changed, removed or damaged.
+Seeds are each format's inputs (``tests/formats.py``): our fixtures (``tests/data``) and, when
+it is here, the real samples of the shared corpus (read in place, a window of each). Mutations
+(``tests/hostile/fuzz.py``): bits flipped, a cut at a random point, invalid UTF-8, NUL bytes, a
+line of megabytes, JSON nested 100,000 levels deep (and just under the limits of the JSON reader
+and of Python's recursion), JSON values of the wrong type in the fields a record has, null
+everywhere, records repeated or reordered, other line ends; rows and files of databases and
+folders changed, removed or damaged.
 
-What each reader promises (``ctx_inspect/formats/base.py``):
+What each reader promises (``ctx_inspect/formats/base.py``), here on mutated inputs (the fixed
+cases every format passes are ``tests/conformance/test_formats.py``):
 
 - it never raises on bad data, and its own failures (a reader bug, caught so that the rest of
   the file is read) do not happen either: bad data becomes a ``ParseIssue`` saying what is wrong;
@@ -16,9 +18,7 @@ What each reader promises (``ctx_inspect/formats/base.py``):
   ``feed_entries`` (the reading without bodies, for ``stats --no-exact``);
 - every byte is accounted for: each non-blank line is in an event's span, or it changes what is
   read (a line of a JSON document, a part of a message held until its request ends); a line
-  that no event points at and that changes nothing was dropped without a word;
-- a line longer than the reader's limit is skipped with an issue, holding no more than the
-  limit in memory.
+  that no event points at and that changes nothing was dropped without a word.
 
 And the whole path a user takes, ``ctx-inspect stats --json`` and ``replay --json`` (format
 detected or forced, any profile), exits 0 or 2, never with a traceback.
@@ -55,21 +55,17 @@ from ctx_inspect.cli import main
 from ctx_inspect.core.model import ParseIssue
 from ctx_inspect.core.profiles import profile_names
 from ctx_inspect.errors import InputError
-from ctx_inspect.formats.base import DocumentParser, LineParser
-from ctx_inspect.formats.chat_common import ChatParser
 from ctx_inspect.formats.registry import FormatSpec, all_formats, get_format
-from tests.hostile.fuzz import (
-    MUTATIONS,
+from tests.formats import (
     Seed,
     comparable,
     dropped_lines,
-    mutate,
-    mutate_input,
     read,
     seeds,
     snapshot_seeds,
     stream_formats,
 )
+from tests.hostile.fuzz import MUTATIONS, mutate, mutate_input, window
 
 T = TypeVar("T")
 
@@ -163,7 +159,7 @@ def same(a: Any, b: Any) -> bool:
 def mutated(pool: list[Seed], c: Draws) -> tuple[Seed, list[str], bytes]:
     seed = c.choice(pool)
     names = [c.choice(list(MUTATIONS)) for _ in range(c.integer(1, 3))]
-    return seed, names, mutate(seed.read(c), c, names)
+    return seed, names, mutate(window(seed, c), c, names)
 
 
 def check_reading(spec: FormatSpec, data: bytes, cuts: Sequence[int]) -> None:
@@ -301,82 +297,3 @@ def test_inputs_read_whole_mutated(name: str, data: st.DataObject) -> None:
         with contextlib.suppress(InputError):
             spec.snapshot(path)
         check_commands(path, command_options(name, c))
-
-
-# -- bounded memory -----------------------------------------------------------------------------
-
-LIMIT = 256 * 1024  # the line limit the readers are given here (64 MiB by default)
-HUGE = 16 * LIMIT  # a line this long, fed in pieces of PIECE bytes
-PIECE = 64 * 1024
-
-
-def line_seed(name: str) -> bytes:
-    """A fixture of the format read line by line (for the chat formats: JSON Lines)."""
-    for seed in seeds()[name]:
-        raw = seed.read()
-        if seed.corpus or raw.count(b"\n") < 2:
-            continue
-        first = raw.split(b"\n", 1)[0].strip()
-        reads_documents = name in ("openai-chat", "anthropic-messages", "openhands")
-        if not reads_documents or (first.startswith(b"{") and first.endswith(b"}")):
-            return raw
-    raise AssertionError(f"{name}: no fixture of several lines")
-
-
-@pytest.mark.parametrize(
-    "name", [n for n in STREAMS if issubclass(get_format(n).parser or object, LineParser)]
-)
-def test_a_line_past_the_limit_is_skipped_in_bounded_memory(
-    name: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import tracemalloc
-
-    spec = get_format(name)
-    assert spec.parser is not None and issubclass(spec.parser, LineParser)
-    assert spec.parser.max_line_bytes <= 64 * 1024 * 1024
-    monkeypatch.setattr(spec.parser, "max_line_bytes", LIMIT)
-    seed = line_seed(name)
-    first, rest = seed.split(b"\n", 1)
-    parser = spec.make_parser(0, "huge")
-    events = parser.feed(first + b"\n")
-    tracemalloc.start()
-    try:
-        base = tracemalloc.get_traced_memory()[0]
-        for _ in range(HUGE // PIECE):
-            events += parser.feed(b'{"x": "' + b"y" * (PIECE - 7))
-        peak = tracemalloc.get_traced_memory()[1] - base
-    finally:
-        tracemalloc.stop()
-    events += parser.feed(b"\n" + rest)
-    events += parser.finish()
-    assert peak < LIMIT + 4 * PIECE, f"{peak} bytes held for a line past the limit"
-    too_long = [e for e in events if isinstance(e, ParseIssue) and "line too long" in e.reason]
-    assert len(too_long) == 1, [e for e in events if isinstance(e, ParseIssue)]
-    assert too_long[0].span is not None and too_long[0].span.length == HUGE
-
-
-@pytest.mark.parametrize(
-    "name",
-    [n for n in STREAMS if issubclass(get_format(n).parser or object, DocumentParser | ChatParser)],
-)
-def test_a_document_past_the_limit_is_not_held(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    import tracemalloc
-
-    spec = get_format(name)
-    assert spec.parser is not None
-    monkeypatch.setattr(spec.parser, "max_document_bytes", LIMIT)
-    parser = spec.make_parser(0, "huge.json")
-    tracemalloc.start()
-    try:
-        base = tracemalloc.get_traced_memory()[0]
-        events = parser.feed(b'[{"role": "user", "content": "')
-        for _ in range(HUGE // PIECE):
-            events += parser.feed(b"y" * PIECE)
-        peak = tracemalloc.get_traced_memory()[1] - base
-    finally:
-        tracemalloc.stop()
-    events += parser.feed(b'"}]\n') + parser.finish()
-    assert peak < LIMIT + 4 * PIECE, f"{peak} bytes held for a document past the limit"
-    assert [e.reason for e in events if isinstance(e, ParseIssue)] == [
-        f"document too large ({HUGE + 34} bytes); not read"
-    ]

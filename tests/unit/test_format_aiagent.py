@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 import re
 from pathlib import Path
 from typing import TypeVar
@@ -37,6 +36,7 @@ from ctx_inspect.formats.aiagent import (
 from ctx_inspect.formats.base import Parser
 from ctx_inspect.formats.registry import Head
 from tests.corpus import foreign_files
+from tests.formats import uncovered_lines
 
 DATA = Path(__file__).parents[1] / "data" / "aiagent"
 REAL = ("realruns", "ai-agent", "short")
@@ -74,21 +74,6 @@ def of(kind: type[E], items: list[Event]) -> list[E]:
 
 def line_offsets(data: bytes) -> list[int]:
     return [0] + [i + 1 for i, byte in enumerate(data) if byte == 0x0A]
-
-
-def uncovered_lines(data: bytes, got: list[Event]) -> list[int]:
-    """Numbers of the non-blank lines that no event's span touches."""
-    starts = line_offsets(data)
-    covered: set[int] = set()
-    for event in got:
-        if event.span is None:
-            continue
-        first = event.span.offset
-        last = first + max(event.span.length - 1, 0)
-        covered.update(n + 1 for n, start in enumerate(starts) if first <= start <= last)
-        covered.add(event.span.line)
-    lines = data.split(b"\n")
-    return [n for n, ln in enumerate(lines, 1) if ln.strip() and n not in covered]
 
 
 def info_extra(items: list[Event]) -> dict[str, object]:
@@ -238,28 +223,6 @@ def test_other_labels_that_are_not_objects_stay_text() -> None:
         "not an object at all",
         "}",
     ]
-
-
-def test_debug_empty_invalid_utf8_and_huge() -> None:
-    assert debug("empty.log") == []
-    bad = b"context-guard/loop-init { turn: 1, note: 'caf\xe9' }\n"
-    got = read(AiAgentDebugParser, bad)
-    assert [type(e).__name__ for e in got] == ["ParseIssue", "DebugTopic"]
-    assert isinstance(got[1], DebugTopic) and got[1].payload["note"] == "caf\ufffd"
-    big = "z" * (20 * 1024 * 1024)
-    data = f"context-guard/log-entry {{\n  message: '{big}',\n  turn: 3\n}}\nafter\n".encode()
-    got = read(AiAgentDebugParser, data, sizes=[1 << 20] * 21)
-    topics = of(DebugTopic, got)
-    assert len(topics[0].payload["message"]) == len(big) and topics[0].payload["turn"] == 3
-    assert [e.text for e in of(LogLine, got)] == ["after"]
-
-
-@pytest.mark.parametrize("seed", range(4))
-def test_debug_random_chunks_equal_one_feed(seed: int) -> None:
-    data = (DATA / "debug.log").read_bytes() + b"\n" + (DATA / "debug_malformed.log").read_bytes()
-    rng = random.Random(seed)
-    sizes = [rng.randint(1, 80) for _ in range(len(data) // 30)]
-    assert read(AiAgentDebugParser, data, sizes) == read(AiAgentDebugParser, data)
 
 
 # -- aiagent-log ---------------------------------------------------------------------------------
@@ -434,33 +397,6 @@ def test_parse_logfmt() -> None:
         parse_logfmt("=1")
 
 
-def test_logfmt_empty_invalid_utf8_and_huge() -> None:
-    assert stderr("empty.log") == []
-    got = read(AiAgentLogParser, b'ts=2026-01-17T00:00:00Z level=vrb message="caf\xe9 ok"\n')
-    assert [type(e).__name__ for e in got] == ["ParseIssue", "LogLine"]
-    assert isinstance(got[1], LogLine) and got[1].text == "caf\ufffd ok"
-    big = "q" * (20 * 1024 * 1024)
-    data = (
-        "\x1b[90mts=2026-01-17T00:00:00Z level=vrb remote=agent:settings "
-        f'message="{big} x"\x1b[0m\n'
-        'ts=2026-01-17T00:00:01Z level=vrb message="after"\n'
-    ).encode()
-    got = read(AiAgentLogParser, data, sizes=[1 << 20] * 21)
-    assert not of(ParseIssue, got)
-    texts = [e.text for e in of(LogLine, got)]
-    assert texts[0].endswith(f"({len(big) + 2} characters)") and texts[1] == "after"
-
-
-@pytest.mark.parametrize("seed", range(4))
-def test_logfmt_random_chunks_equal_one_feed(seed: int) -> None:
-    data = b"".join(
-        (DATA / n).read_bytes() for n in ("log.log", "log_guard.log", "log_malformed.log")
-    )
-    rng = random.Random(seed)
-    sizes = [rng.randint(1, 120) for _ in range(len(data) // 60)]
-    assert read(AiAgentLogParser, data, sizes) == read(AiAgentLogParser, data)
-
-
 # -- aiagent-console ------------------------------------------------------------------------------
 
 
@@ -492,14 +428,6 @@ def test_console_maps_the_same_messages() -> None:
     assert len(stack) == 2  # an error's stack lines stay as text
     error = next(e for e in of(LogLine, got) if e.level == "err")
     assert error.text == "agent:error Uncaught exception: boom"
-
-
-@pytest.mark.parametrize("seed", range(3))
-def test_console_random_chunks_equal_one_feed(seed: int) -> None:
-    data = (DATA / "console.log").read_bytes()
-    rng = random.Random(seed)
-    sizes = [rng.randint(1, 40) for _ in range(len(data) // 20)]
-    assert read(AiAgentConsoleParser, data, sizes) == read(AiAgentConsoleParser, data)
 
 
 # -- detection -------------------------------------------------------------------------------------

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import bisect
-import random
 import re
 from pathlib import Path
 from typing import Any
@@ -223,11 +222,6 @@ def test_parse_count(text: str, value: int) -> None:
 # -- bad input -----------------------------------------------------------------------------
 
 
-def test_empty() -> None:
-    assert read(fixture("empty.aider.chat.history.md")) == []
-    assert read(b"\n\n   \n") == []
-
-
 def test_truncated_last_line_is_still_read() -> None:
     data = fixture("truncated.aider.chat.history.md")
     events = read(data)
@@ -248,39 +242,6 @@ def test_invalid_utf8_is_replaced_and_flagged() -> None:
 def test_plain_text_without_header_is_read_as_replies() -> None:
     events = read(b"just a note\n\n#### hello  \n")
     assert kinds(events) == ["request", "assistant", "user"]
-
-
-def test_huge_reply(tmp_path: Path) -> None:
-    big = "w" * (20 * 1024 * 1024)
-    path = tmp_path / "big.aider.chat.history.md"
-    path.write_text(
-        "# aider chat started at 2025-01-01 00:00:00\n\n#### go  \n\n"
-        f"{big}\n\n> Tokens: 9k sent, 5.1k received.  \n"
-    )
-    events = read(path.read_bytes(), sizes=[1 << 20] * 22)
-    added = messages(events)
-    assert len(added[1].message.text) == len(big)
-    assert of_type(events, UsageReported)[0].usage.output == 5100
-
-
-@pytest.mark.parametrize("name", FIXTURES)
-@pytest.mark.parametrize("seed", range(3))
-def test_random_chunks_equal_one_shot(name: str, seed: int) -> None:
-    data = fixture(name)
-    rng = random.Random(seed)
-    sizes = [rng.randint(1, 64) for _ in range(len(data) // 16 + 1)]
-    assert read(data, sizes) == read(data)
-
-
-@pytest.mark.parametrize("name", FIXTURES)
-def test_messages_at_rereads_each_message(name: str) -> None:
-    data = fixture(name)
-    events, parser = parse(data)
-    for event in messages(events):
-        span = event.span
-        assert span is not None
-        again = parser.messages_at(data[span.offset : span.offset + span.length], span)
-        assert event.message in again, event.message.id
 
 
 def test_crlf() -> None:

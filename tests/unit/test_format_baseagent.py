@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import random
 import re
 from pathlib import Path
 from typing import TypeVar
@@ -299,11 +298,6 @@ def test_session_of_the_typical_log() -> None:
 # -- baseagent-log: bad input -----------------------------------------------------------------
 
 
-def test_empty_log() -> None:
-    assert log("empty.log") == []
-    assert read(BaseAgentLogParser, b"\n\n") == []
-
-
 def test_truncated_last_line() -> None:
     got = log("truncated.log")
     assert [type(e).__name__ for e in got] == [
@@ -331,33 +325,6 @@ def test_malformed_lines_are_issues_and_the_rest_is_read() -> None:
     assert len(of(RequestSent, got)) == 1
     foreign = [e for e in of(LogLine, got) if e.level == "foreign"]
     assert [e.text for e in foreign] == ["Traceback (most recent call last):"]
-
-
-def test_invalid_utf8_is_replaced_and_flagged() -> None:
-    got = read(BaseAgentLogParser, b"[10:00:00] [loop] caf\xe9 ready\n")
-    assert [type(e).__name__ for e in got] == ["ParseIssue", "LogLine"]
-    assert isinstance(got[1], LogLine) and got[1].text == "caf\ufffd ready"
-
-
-def test_huge_line_in_chunks() -> None:
-    body = "x" * (20 * 1024 * 1024)
-    data = (
-        f"[10:00:00] [loop] Iteration 1/200\n[10:00:00] [loop] {body}\n"
-        "[10:00:01] [compaction] Context: 5432 tokens (3.2% of 168000)\n"
-    ).encode()
-    got = read(BaseAgentLogParser, data, sizes=[1 << 20] * 21)
-    assert not of(ParseIssue, got)
-    big = [e for e in of(LogLine, got) if len(e.text) == len(body)]
-    assert len(big) == 1
-    assert [m.tokens for m in of(ContextMeasured, got)] == [5432]
-
-
-@pytest.mark.parametrize("seed", range(4))
-def test_random_chunks_equal_one_feed(seed: int) -> None:
-    data = b"".join((DATA / n).read_bytes() for n in ("typical.log", "malformed.log"))
-    rng = random.Random(seed)
-    sizes = [rng.randint(1, 60) for _ in range(len(data) // 20)]
-    assert read(BaseAgentLogParser, data, sizes) == read(BaseAgentLogParser, data)
 
 
 # -- baseagent-events ---------------------------------------------------------------------------
@@ -432,20 +399,6 @@ def test_events_session_info_foreign_lines_and_turn_usage() -> None:
     ]
 
 
-def test_events_bodies_read_back_by_span() -> None:
-    data = (DATA / "events.jsonl").read_bytes()
-    parser = BaseAgentEventsParser(0, "e.jsonl")
-    got = [*parser.feed(data), *parser.finish()]
-    added = of(MessageAdded, got)
-    assert len(added) == 7
-    for event in added:
-        assert event.span is not None
-        raw = data[event.span.offset : event.span.offset + event.span.length]
-        assert [m for m in parser.messages_at(raw, event.span) if m.id == event.message.id] == [
-            event.message
-        ]
-
-
 def test_events_malformed() -> None:
     data = (DATA / "events_malformed.jsonl").read_bytes()
     got = read(BaseAgentEventsParser, data, path="bad.jsonl")
@@ -476,41 +429,6 @@ def test_events_truncated_last_line() -> None:
     ]
     last = got[-1]
     assert isinstance(last, ParseIssue) and last.line == 5
-
-
-def test_events_empty_and_invalid_utf8() -> None:
-    assert events("empty.jsonl") == []
-    line = (
-        b'{"item": {"id": "i1", "type": "agent_message", "text": "caf\xe9"}, '
-        b'"type": "item.completed"}\n'
-    )
-    got = read(BaseAgentEventsParser, line)
-    assert [type(e).__name__ for e in got] == ["ParseIssue", "RequestSent", "MessageAdded"]
-    assert isinstance(got[2], MessageAdded) and got[2].message.text == "caf\ufffd"
-
-
-def test_events_huge_output_in_chunks() -> None:
-    output = "y" * (20 * 1024 * 1024)
-    lines = [
-        {"item": {"id": "item_1", "type": "command_execution", "command": "cat({'f': 'x'})",
-                  "status": "in_progress", "aggregated_output": ""}, "type": "item.started"},
-        {"item": {"id": "item_1", "type": "command_execution", "command": "cat",
-                  "status": "completed", "aggregated_output": output, "exit_code": 0},
-         "type": "item.completed"},
-    ]  # fmt: skip
-    data = "".join(json.dumps(x) + "\n" for x in lines).encode()
-    got = read(BaseAgentEventsParser, data, sizes=[1 << 20] * 21)
-    assert not of(ParseIssue, got)
-    added = of(MessageAdded, got)
-    assert len(added[1].message.text) == len(output)
-
-
-@pytest.mark.parametrize("seed", range(4))
-def test_events_random_chunks_equal_one_feed(seed: int) -> None:
-    data = b"".join((DATA / n).read_bytes() for n in ("events.jsonl", "events_malformed.jsonl"))
-    rng = random.Random(seed)
-    sizes = [rng.randint(1, 50) for _ in range(len(data) // 20)]
-    assert read(BaseAgentEventsParser, data, sizes) == read(BaseAgentEventsParser, data)
 
 
 # -- detection -----------------------------------------------------------------------------------

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 from typing import Any
 
@@ -410,11 +409,6 @@ def test_legacy_layout() -> None:
 # -- bad input -----------------------------------------------------------------------------
 
 
-def test_empty_input() -> None:
-    assert read(fixture("empty.jsonl")) == []
-    assert read(b"\n \n\r\n") == []
-
-
 def test_truncated_last_line() -> None:
     data = fixture("truncated.jsonl")
     events = read(data)
@@ -447,77 +441,6 @@ def test_invalid_utf8_is_replaced_and_flagged() -> None:
     found = issues(events)
     assert len(found) == 1 and "UTF-8" in found[0].reason and found[0].line == 2
     assert [m.message.text for m in messages(events)] == ["caf\ufffd au lait", "fine é here"]
-
-
-def test_huge_line(tmp_path: Path) -> None:
-    big = "o" * (20 * 1024 * 1024)
-    lines = [
-        {
-            "type": "response_item",
-            "payload": {
-                "type": "message",
-                "role": "user",
-                "content": [{"type": "input_text", "text": "go"}],
-            },
-        },
-        {
-            "type": "response_item",
-            "payload": {
-                "type": "function_call",
-                "name": "shell",
-                "arguments": "{}",
-                "call_id": "c1",
-            },
-        },
-        {
-            "type": "response_item",
-            "payload": {"type": "function_call_output", "call_id": "c1", "output": big},
-        },
-        {
-            "type": "response_item",
-            "payload": {
-                "type": "message",
-                "role": "assistant",
-                "content": [{"type": "output_text", "text": "done"}],
-            },
-        },
-    ]
-    path = tmp_path / "huge.jsonl"
-    path.write_bytes(b"".join(json.dumps(x).encode() + b"\n" for x in lines))
-    data = path.read_bytes()
-    events = read(data, sizes=[1 << 20] * 22)
-    assert not issues(events)
-    added = messages(events)
-    assert [len(m.message.text) for m in added][2] == len(big)
-    assert added[2].span is not None and added[2].span.line == 3
-    assert len(of_type(events, RequestSent)) == 2
-
-
-@pytest.mark.parametrize("name", FIXTURES)
-@pytest.mark.parametrize("seed", range(3))
-def test_random_chunks_equal_one_shot(name: str, seed: int) -> None:
-    data = fixture(name)
-    rng = random.Random(seed)
-    sizes = [rng.randint(1, 64) for _ in range(len(data) // 16 + 1)]
-    assert read(data, sizes) == read(data)
-
-
-@pytest.mark.parametrize("name", FIXTURES)
-def test_messages_at_rereads_each_message(name: str) -> None:
-    data = fixture(name)
-    events, parser = parse(data)
-    for event in messages(events):
-        span = event.span
-        assert span is not None
-        again = parser.messages_at(data[span.offset : span.offset + span.length], span)
-        assert event.message in again, event.message.id
-
-
-def test_reset_starts_again() -> None:
-    parser = CodexParser(0, "x")
-    first = [*parser.feed(fixture("compaction.jsonl")), *parser.finish()]
-    parser.reset()
-    assert [*parser.feed(fixture("compaction.jsonl")), *parser.finish()] == first
 
 
 def test_odd_values_never_raise() -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 from typing import Any
 
@@ -59,20 +58,6 @@ def test_typical_run_maps_items_to_messages_and_requests() -> None:
     assert not [e for e in events if isinstance(e, UsageReported)]  # turn totals only
     info = [e for e in events if isinstance(e, SessionInfo) and e.extra.get("turn_usage")]
     assert info[0].extra["turn_usage"]["input_tokens"] == 24100
-
-
-def test_chunked_feeding_gives_the_same_events() -> None:
-    data = (DATA / "typical.jsonl").read_bytes()
-    rng = random.Random(3)
-    parser = CodexExecParser(0, "exec.jsonl")
-    events = []
-    i = 0
-    while i < len(data):
-        n = rng.randint(1, 40)
-        events.extend(parser.feed(data[i : i + n]))
-        i += n
-    events.extend(parser.finish())
-    assert events == parse(data)
 
 
 def test_detected_and_not_confused_with_baseagent(tmp_path: Path) -> None:

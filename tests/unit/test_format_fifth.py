@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import random
 import sqlite3
 from pathlib import Path
 from typing import TypeVar
@@ -338,28 +337,6 @@ def test_stats_block_cut_short_or_broken() -> None:
     events = read_stats(interrupted)
     assert [e.type for e in events] == ["issue", "debug", "issue", "log"]
     assert issues(events)[0].reason == "stats block without a Total line"
-
-
-def test_stats_invalid_utf8_huge_line_empty(tmp_path: Path) -> None:
-    events = read_stats(b"caf\xe9 au lait\n")
-    assert [e.type for e in events] == ["issue", "log"]
-    assert of_type(events, LogLine)[0].text == "caf\ufffd au lait"
-    assert read_stats(b"") == [] and read_stats(b"\n\n") == []
-    path = tmp_path / "big.txt"
-    path.write_bytes(
-        b"=== RECENT CONVERSATION ===\nuser: " + b"y" * (20 * 1024 * 1024) + b"\n" + stats_fixture()
-    )
-    events = read_stats(path.read_bytes(), sizes=[1 << 20] * 22)
-    assert not issues(events)
-    assert [m.tokens for m in of_type(events, ContextMeasured)] == [12847, 11020]
-
-
-@pytest.mark.parametrize("seed", range(4))
-def test_stats_random_chunks(seed: int) -> None:
-    data = stats_fixture()
-    rng = random.Random(seed)
-    sizes = [rng.randint(1, 50) for _ in range(len(data) // 20)]
-    assert read_stats(data, sizes) == read_stats(data)
 
 
 # ------------------------------------------------------------------------------------------

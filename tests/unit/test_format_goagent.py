@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 from pathlib import Path
 from typing import TypeVar
 
@@ -85,11 +84,6 @@ def lines_with_events(events: list[Event]) -> set[int]:
 
 def nonblank_lines(data: bytes) -> set[int]:
     return {i for i, line in enumerate(data.split(b"\n"), 1) if line.strip()}
-
-
-def random_sizes(seed: int, total: int) -> list[int]:
-    rng = random.Random(seed)
-    return [rng.randint(1, 97) for _ in range(total // 40 + 1)]
 
 
 def session_of(events: list[Event]) -> Session:
@@ -264,16 +258,6 @@ def test_events_bad_lines() -> None:
     assert any(isinstance(e, LogLine) and "(no result)" in e.text for e in events)
 
 
-def test_events_messages_at_rereads_each_record() -> None:
-    data = fixture("events.jsonl") + fixture("head_variants.jsonl")
-    events, parser = parse(GoEventsParser, data)
-    for event in messages(events):
-        span = event.span
-        assert span is not None
-        again = parser.messages_at(data[span.offset : span.offset + span.length], span)
-        assert event.message in again
-
-
 def test_events_in_a_session_follow_the_compaction() -> None:
     session = session_of(read(GoEventsParser, fixture("events.jsonl")))
     # the third request is the one the provider refused (the recovery that followed failed)
@@ -397,15 +381,6 @@ def test_log_bad_lines() -> None:
     assert found[-1].offset == data.rindex(b"\n") + 1
     assert all(i.reason == "not a log line of the Go agent" for i in found)
     assert len(of_type(events, LogLine)) == 2
-
-
-def test_log_invalid_utf8() -> None:
-    data = b'[INFO] 2026-02-12T10:30:59 main.go:88 "[ai] caf\xe9" k=v\n'
-    events = read(GoLogParser, data)
-    assert kinds(events) == ["issue", "log"]
-    assert "UTF-8" in issues(events)[0].reason
-    log = events[1]
-    assert isinstance(log, LogLine) and log.text == "caf\ufffd k=v"
 
 
 # ==========================================================================================
@@ -577,12 +552,6 @@ FIXTURES = {
 }
 
 
-@pytest.mark.parametrize("cls", PARSERS)
-def test_empty_input(cls: type[LineParser]) -> None:
-    assert read(cls, b"") == []
-    assert read(cls, b"\n  \n\r\n") == []
-
-
 @pytest.mark.parametrize("cls", [GoEventsParser, GoSessionParser])
 def test_truncated_last_json_line(cls: type[LineParser]) -> None:
     name = FIXTURES[cls][0]
@@ -592,18 +561,6 @@ def test_truncated_last_json_line(cls: type[LineParser]) -> None:
     last = events[-1]
     assert isinstance(last, ParseIssue) and last.reason.startswith("not valid JSON")
     assert last.offset == cut.rindex(b"\n") + 1
-
-
-@pytest.mark.parametrize("cls", [GoEventsParser, GoSessionParser])
-def test_invalid_utf8_json_is_replaced_and_flagged(cls: type[LineParser]) -> None:
-    message = b'{"role":"user","content":[{"type":"text","text":"caf\xe9"}]}'
-    data = b'{"type":"message_end","eventAt":1,"message":' + message + b"}\n"
-    if cls is GoSessionParser:
-        data = b'{"type":"message","id":"a","parentId":null,"message":' + message + b"}\n"
-    events = read(cls, data)
-    assert kinds(events) == ["issue", "user"]
-    assert "UTF-8" in issues(events)[0].reason
-    assert messages(events)[0].message.text == "caf\ufffd"
 
 
 @pytest.mark.parametrize("cls", PARSERS)
@@ -642,24 +599,6 @@ def test_huge_line(cls: type[LineParser], tmp_path: Path) -> None:
         assert isinstance(last, LogLine) and len(last.text) == 200
     else:
         assert isinstance(last, MessageAdded) and len(last.message.text) == len(big)
-
-
-@pytest.mark.parametrize(
-    ("cls", "name"), [(cls, name) for cls, names in FIXTURES.items() for name in names]
-)
-@pytest.mark.parametrize("seed", range(3))
-def test_random_chunks_equal_one_shot(cls: type[LineParser], name: str, seed: int) -> None:
-    data = fixture(name)
-    assert read(cls, data, sizes=random_sizes(seed, len(data))) == read(cls, data)
-
-
-@pytest.mark.parametrize("cls", PARSERS)
-def test_reset_starts_again(cls: type[LineParser]) -> None:
-    data = fixture(FIXTURES[cls][0])
-    parser = cls(0, "x")
-    first = [*parser.feed(data), *parser.finish()]
-    parser.reset()
-    assert [*parser.feed(data), *parser.finish()] == first
 
 
 # ==========================================================================================

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import random
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -307,18 +306,6 @@ def test_spans_point_at_the_exact_line_bytes() -> None:
         assert json.loads(raw)["type"] == event.type
 
 
-def test_messages_at_rereads_the_same_message() -> None:
-    data = (DATA / "typical.jsonl").read_bytes()
-    parser = NativeParser(0, "t.jsonl")
-    events = [*parser.feed(data), *parser.finish()]
-    added = [e for e in events if isinstance(e, MessageAdded)]
-    assert len(added) == 5
-    for event in added:
-        assert event.span is not None
-        raw = data[event.span.offset : event.span.offset + event.span.length]
-        assert parser.messages_at(raw, event.span) == [event.message]
-
-
 def _full_read(parser: NativeParser, line: bytes, span: SourceSpan) -> list[Message]:
     """The messages of one line as reading the whole event gives them."""
     out: list[Event] = []
@@ -422,11 +409,6 @@ def test_typical_fixture_reads_in_order() -> None:
 # -- bad input -----------------------------------------------------------------------------
 
 
-def test_empty_and_blank_files_give_nothing() -> None:
-    assert read((DATA / "empty.jsonl").read_bytes()) == []
-    assert read(b"\n  \n\r\n") == []
-
-
 def test_malformed_lines_each_become_one_issue() -> None:
     data = (DATA / "malformed.jsonl").read_bytes()
     events = read(data, path="malformed.jsonl")
@@ -506,14 +488,6 @@ def test_header_without_a_valid_version_is_an_issue(version: str) -> None:
     assert [e.type for e in events] == ["issue", "marker"]
 
 
-def test_invalid_utf8_is_replaced_and_flagged() -> None:
-    data = written([]) + b'{"type":"log","text":"caf\xe9"}\n'
-    events = read(data)
-    assert [e.type for e in events] == ["issue", "log"]
-    assert isinstance(events[0], ParseIssue) and "UTF-8" in events[0].reason
-    assert isinstance(events[1], LogLine) and events[1].text == "caf\ufffd"
-
-
 def test_null_line_is_an_issue() -> None:
     events = read(written([]) + b"null\n")
     assert [e.type for e in events] == ["issue"]
@@ -526,30 +500,6 @@ def test_bom_and_crlf_are_tolerated() -> None:
 
 
 # -- scale and chunking --------------------------------------------------------------------
-
-
-def test_huge_line_round_trips_in_chunks() -> None:
-    text = "x" * (20 * 1024 * 1024)
-    events: list[Event] = [
-        MessageAdded(
-            message=Message(id="big", role=Role.TOOL, parts=(Part(type=PartType.TEXT, text=text),))
-        ),
-        Marker(text="after"),
-    ]
-    data = written(events)
-    got = read(data, sizes=[1 << 20] * 25)
-    assert not issues(got)
-    assert unspanned(got) == events
-    big = got[0]
-    assert big.span is not None and big.span.length > 20 * 1024 * 1024
-
-
-@pytest.mark.parametrize("seed", range(5))
-def test_random_chunks_equal_one_shot_feed(seed: int) -> None:
-    data = (DATA / "malformed.jsonl").read_bytes() + written(every_event())
-    rng = random.Random(seed)
-    sizes = [rng.randint(1, 40) for _ in range(len(data))]
-    assert read(data, sizes=sizes) == read(data)
 
 
 # -- atomic export -------------------------------------------------------------------------

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 
 import pytest
@@ -65,11 +64,6 @@ def issues(events: list[Event]) -> list[ParseIssue]:
 def kinds(events: list[Event]) -> list[str]:
     """Event types, with each message's role: a compact picture of the order."""
     return [e.message.role.value if isinstance(e, MessageAdded) else e.type for e in events]
-
-
-def random_sizes(seed: int, total: int) -> list[int]:
-    rng = random.Random(seed)
-    return [rng.randint(1, 64) for _ in range(total // 16 + 1)]
 
 
 # -- documents -----------------------------------------------------------------------------
@@ -357,18 +351,6 @@ def test_message_lines_spans_ids_and_order() -> None:
     assert [p.type for p in added[7].message.parts] == [PartType.THINKING, PartType.TEXT]
 
 
-def test_messages_at_rereads_each_line() -> None:
-    for name in ("messages.jsonl", "conversations.jsonl", "malformed.jsonl"):
-        data = fixture(name)
-        events, parser = parse(data)
-        for event in messages(events):
-            span = event.span
-            assert span is not None
-            raw = data[span.offset : span.offset + span.length]
-            again = parser.messages_at(raw, span)
-            assert event.message in again, (name, event.message.id)
-
-
 def test_conversation_lines_become_threads() -> None:
     events = read(fixture("conversations.jsonl"))
     assert not issues(events)
@@ -408,11 +390,6 @@ def test_a_single_one_line_conversation_is_the_main_thread(newline: bytes) -> No
     span = messages(events)[0].span
     assert span is not None and span.offset == 0 and span.length == len(line)
     assert parser.messages_at(line, span) == [m.message for m in messages(events)]
-
-
-def test_empty_input_gives_nothing() -> None:
-    assert read(fixture("empty.jsonl")) == []
-    assert read(b"  \n\n \r\n") == []
 
 
 def test_truncated_last_line() -> None:
@@ -482,49 +459,6 @@ def test_bom_and_crlf() -> None:
 
 
 # -- scale and chunking --------------------------------------------------------------------
-
-
-def test_huge_line(tmp_path: Path) -> None:
-    big = "y" * (20 * 1024 * 1024)
-    path = tmp_path / "huge.jsonl"
-    with path.open("wb") as fh:
-        fh.write(b'{"role": "user", "content": "before"}\n')
-        fh.write(json.dumps({"role": "tool", "tool_call_id": "c", "content": big}).encode() + b"\n")
-        fh.write(b'{"role": "assistant", "content": "after"}\n')
-    data = path.read_bytes()
-    events = read(data, sizes=[1 << 20] * 22)
-    assert not issues(events)
-    added = messages(events)
-    assert [len(m.message.text) for m in added] == [6, len(big), 5]
-    assert added[1].span is not None and added[1].span.line == 2
-
-
-def test_huge_document(tmp_path: Path) -> None:
-    big = "z" * (20 * 1024 * 1024)
-    path = tmp_path / "huge.json"
-    path.write_text(
-        json.dumps([{"role": "user", "content": big}, {"role": "assistant", "content": "k"}])
-    )
-    events = read(path.read_bytes(), sizes=[1 << 16] * 400)
-    assert [len(m.message.text) for m in messages(events)] == [len(big), 1]
-
-
-@pytest.mark.parametrize(
-    "name",
-    ["typical.json", "messages.jsonl", "conversations.jsonl", "malformed.jsonl", "truncated.jsonl"],
-)
-@pytest.mark.parametrize("seed", range(3))
-def test_random_chunks_equal_one_shot(name: str, seed: int) -> None:
-    data = fixture(name)
-    assert read(data, sizes=random_sizes(seed, len(data))) == read(data)
-
-
-def test_reset_starts_again() -> None:
-    parser = OpenAIChatParser(0, "x")
-    first = [*parser.feed(fixture("messages.jsonl")), *parser.finish()]
-    parser.reset()
-    again = [*parser.feed(fixture("messages.jsonl")), *parser.finish()]
-    assert first == again
 
 
 # -- sniffing ------------------------------------------------------------------------------

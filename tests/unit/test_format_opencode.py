@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import shutil
 import sqlite3
 from pathlib import Path
@@ -571,19 +570,6 @@ def test_log_invalid_utf8_and_huge_line(tmp_path: Path) -> None:
     assert not issues(events)
     last = of_type(events, LogLine)[-1]
     assert last.span is not None and last.span.line == 19 and len(last.text) == 200
-
-
-@pytest.mark.parametrize("seed", range(4))
-def test_log_random_chunks(seed: int) -> None:
-    data = log_fixture()
-    rng = random.Random(seed)
-    sizes = [rng.randint(1, 80) for _ in range(len(data) // 30)]
-    assert read_log(data, sizes) == read_log(data)
-
-
-def test_log_empty() -> None:
-    assert read_log(b"") == []
-    assert read_log(b"\n\n") == []
 
 
 # ------------------------------------------------------------------------------------------

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import random
 import shutil
 from pathlib import Path
 from typing import Any
@@ -284,11 +283,6 @@ def test_session_folder_snapshot(tmp_path: Path) -> None:
 # -- bad input -----------------------------------------------------------------------------
 
 
-def test_empty() -> None:
-    assert read(fixture("empty.json")) == []
-    assert read(b"\n \n") == []
-
-
 def test_truncated_last_line() -> None:
     data = fixture("truncated.jsonl")
     events = read(data)
@@ -392,45 +386,6 @@ def test_odd_values_never_raise() -> None:
     error = messages(events)[-2].message.parts[0]
     assert error.is_error and error.type is PartType.TOOL_RESULT
     assert of_type(events, LogLine)[0].text == "user action run"
-
-
-def test_huge_line(tmp_path: Path) -> None:
-    big = "z" * (20 * 1024 * 1024)
-    events_in = [
-        {"id": 0, "source": "user", "action": "message", "args": {"content": "go"}},
-        {
-            "id": 1,
-            "source": "agent",
-            "action": "run",
-            "args": {"command": "cat big", "thought": ""},
-        },
-        {"id": 2, "source": "agent", "observation": "run", "cause": 1, "content": big},
-    ]
-    path = tmp_path / "big.jsonl"
-    path.write_text("".join(json.dumps(e) + "\n" for e in events_in))
-    events = read(path.read_bytes(), sizes=[1 << 20] * 22)
-    assert not of_type(events, ParseIssue)
-    assert len(messages(events)[-1].message.text) == len(big)
-
-
-@pytest.mark.parametrize("name", [*LINE_FIXTURES, "events.json"])
-@pytest.mark.parametrize("seed", range(3))
-def test_random_chunks_equal_one_shot(name: str, seed: int) -> None:
-    data = fixture(name)
-    rng = random.Random(seed)
-    sizes = [rng.randint(1, 64) for _ in range(len(data) // 16 + 1)]
-    assert read(data, sizes) == read(data)
-
-
-@pytest.mark.parametrize("name", LINE_FIXTURES)
-def test_messages_at_rereads_each_message(name: str) -> None:
-    data = fixture(name)
-    events, parser = parse(data)
-    for event in messages(events):
-        span = event.span
-        assert span is not None
-        again = parser.messages_at(data[span.offset : span.offset + span.length], span)
-        assert event.message in again, event.message.id
 
 
 # -- sniffing ------------------------------------------------------------------------------

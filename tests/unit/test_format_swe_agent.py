@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import random
 import subprocess
 import sys
 from pathlib import Path
@@ -161,11 +160,6 @@ def test_documents_that_are_not_trajectories(doc: bytes) -> None:
     assert events[0].reason.startswith("not a SWE-agent trajectory")
 
 
-def test_empty() -> None:
-    assert read(fixture("empty.traj")) == []
-    assert read(b"  \n") == []
-
-
 def test_truncated_document_is_one_issue_where_it_stops() -> None:
     data = fixture("truncated.traj")
     events = read(data)
@@ -183,32 +177,6 @@ def test_invalid_utf8_is_replaced_and_flagged() -> None:
     assert isinstance(issue, ParseIssue) and "UTF-8" in issue.reason
     assert issue.offset == data.index(b"\xe9")
     assert [m.message.text for m in messages(events)] == ["caf\ufffd", "ok"]
-
-
-def test_huge_observation(tmp_path: Path) -> None:
-    big = "q" * (20 * 1024 * 1024)
-    doc = {
-        "trajectory": [],
-        "history": [
-            {"role": "user", "content": "go"},
-            {"role": "assistant", "content": "cat big"},
-            {"role": "user", "content": big},
-        ],
-        "info": {},
-    }
-    path = tmp_path / "big.traj"
-    path.write_text(json.dumps(doc))
-    events = read(path.read_bytes(), sizes=[1 << 20] * 21)
-    assert [len(m.message.text) for m in messages(events)] == [2, 7, len(big)]
-
-
-@pytest.mark.parametrize("name", ["typical.traj", "function_calling.traj", "malformed.traj"])
-@pytest.mark.parametrize("seed", range(3))
-def test_random_chunks_equal_one_shot(name: str, seed: int) -> None:
-    data = fixture(name)
-    rng = random.Random(seed)
-    sizes = [rng.randint(1, 64) for _ in range(len(data) // 16 + 1)]
-    assert read(data, sizes) == read(data)
 
 
 def head(data: bytes, name: str = "run.json") -> Head:

@@ -20,7 +20,6 @@ from ctx_inspect.core.policies import policy_for
 from ctx_inspect.core.policies.base import (
     Action,
     ContextItem,
-    ContextList,
     ItemStatus,
     full_changes,
 )
@@ -286,33 +285,3 @@ def test_prune_properties(outputs: list[int]) -> None:
         protected += item.tokens
         assert change.status is ItemStatus.KEPT
     assert not POLICY.prune(result.items, PROFILE, estimate, force=True).fired
-
-
-@settings(max_examples=40, deadline=None)
-@given(
-    st.lists(st.integers(min_value=100, max_value=30_000), min_size=1, max_size=40),
-    st.booleans(),
-)
-def test_a_growing_context_list_prunes_as_a_plain_list_does(outputs: list[int], head: bool) -> None:
-    """Replay's context (a ContextList, with marks left by the prunes it adopted, and the
-    overhead as its head) gets the same results as a plain copy of it."""
-    overhead = ContextItem(text(Role.SYSTEM, "overhead", "o" * 2_000), 500)
-    context = ContextList(session([]))
-    for n, size in enumerate(outputs):
-        for message in (call(f"a{n}", f"c{n}"), output(f"t{n}", size, f"c{n}")):
-            context.append(ContextItem(message, estimate(message), None))
-        if head:
-            context.push_head(overhead)
-        plain = POLICY.manage(list(context), PROFILE, estimate, FakeSummarizer())
-        kept = POLICY.manage(context, PROFILE, estimate, FakeSummarizer())
-        assert [(r.reason, r.details, r.changes, r.items) for r in kept] == [
-            (r.reason, r.details, r.changes, r.items) for r in plain
-        ]
-        fired = [r for r in kept if r.fired]
-        if fired and isinstance(fired[-1].items, ContextList) and fired[-1].items.has_head:
-            context = fired[-1].items.copy()  # as replay adopts an in-place edit
-            context.pop_head()
-        elif fired:
-            context = ContextList(i for i in fired[-1].items if i is not overhead)
-        elif head:
-            context.pop_head()

@@ -14,7 +14,6 @@ from ctx_inspect.core.policies import policy_for
 from ctx_inspect.core.policies.base import (
     Action,
     ContextItem,
-    ContextList,
     ItemChange,
     ItemStatus,
     full_changes,
@@ -228,33 +227,3 @@ def test_forced_prune_properties(outputs: list[int]) -> None:
     again = POLICY.prune(result.items, PROFILE, estimate, force=True)
     if not PROFILE.over_threshold(result.tokens_after):
         assert not again.fired  # keeping the last five twice changes nothing
-
-
-@settings(max_examples=40, deadline=None)
-@given(
-    st.lists(st.integers(min_value=100, max_value=30_000), min_size=1, max_size=40),
-    st.booleans(),
-)
-def test_a_growing_context_list_prunes_as_a_plain_list_does(outputs: list[int], head: bool) -> None:
-    """Replay's context (a ContextList, with marks left by the prunes it adopted, and the
-    overhead as its head) gets the same results as a plain copy of it."""
-    overhead = ContextItem(msg(Role.SYSTEM, "overhead", 500), 500)
-    context = ContextList(conversation(50, []))
-    for n, size in enumerate(outputs):
-        for message in (msg(Role.ASSISTANT, f"a{n}"), tool(f"t{n}", size)):
-            context.append(ContextItem(message, estimate(message), None))
-        if head:
-            context.push_head(overhead)
-        plain = POLICY.manage(list(context), PROFILE, estimate, FakeSummarizer())
-        kept = POLICY.manage(context, PROFILE, estimate, FakeSummarizer())
-        assert [(r.reason, r.details, r.changes, r.items) for r in kept] == [
-            (r.reason, r.details, r.changes, r.items) for r in plain
-        ]
-        fired = [r for r in kept if r.fired]
-        if fired and isinstance(fired[-1].items, ContextList) and fired[-1].items.has_head:
-            context = fired[-1].items.copy()  # as replay adopts an in-place edit
-            context.pop_head()
-        elif fired:
-            context = ContextList(i for i in fired[-1].items if i is not overhead)
-        elif head:
-            context.pop_head()

@@ -109,7 +109,7 @@ def _tail_start(items: Sequence[ContextItem], keep: int) -> int:
 class GenericPolicy:
     """ctx-inspect's neutral policy (see the module docstring)."""
 
-    name = NAME
+    name = NAME  # a policy made of this one (a plug-in's) names its results with its own
 
     def admit(
         self,
@@ -127,7 +127,7 @@ class GenericPolicy:
         estimate: Estimate,
         summarizer: Summarizer,
     ) -> list[PolicyResult]:
-        generic = require(profile, GenericProfile, NAME)
+        generic = require(profile, GenericProfile, self.name)
         tokens = total(items)
         if not generic.over_threshold(tokens):
             return []
@@ -145,13 +145,13 @@ class GenericPolicy:
         *,
         force: bool = False,
     ) -> PolicyResult:
-        generic = require(profile, GenericProfile, NAME)
+        generic = require(profile, GenericProfile, self.name)
         tokens = total(items)
         threshold = generic.threshold()
         if not force and not generic.over_threshold(tokens):
             return unchanged(
                 Action.PRUNE,
-                NAME,
+                self.name,
                 items,
                 f"{fmt(tokens)} ≤ threshold {fmt(threshold)}: nothing to prune",
                 threshold=threshold,
@@ -171,11 +171,11 @@ class GenericPolicy:
                 if tokens < target
                 else f"no tool output outside the protected {fmt(protected)} recent tokens"
             )
-            return unchanged(Action.PRUNE, NAME, items, f"nothing pruned: {why}", **details)
+            return unchanged(Action.PRUNE, self.name, items, f"nothing pruned: {why}", **details)
         replacements = {i: clear_output(items[i].message, CLEARED_MARKER) for i in chosen}
         result = in_place(
             Action.PRUNE,
-            NAME,
+            self.name,
             items,
             replacements,
             estimate,
@@ -199,13 +199,13 @@ class GenericPolicy:
         *,
         force: bool = False,
     ) -> PolicyResult:
-        generic = require(profile, GenericProfile, NAME)
+        generic = require(profile, GenericProfile, self.name)
         tokens = total(items)
         threshold = generic.threshold()
         if not force and not generic.over_threshold(tokens):
             return unchanged(
                 Action.COMPACT,
-                NAME,
+                self.name,
                 items,
                 f"{fmt(tokens)} ≤ threshold {fmt(threshold)}: no compaction",
                 threshold=threshold,
@@ -221,7 +221,7 @@ class GenericPolicy:
         if not middle:
             return unchanged(
                 Action.COMPACT,
-                NAME,
+                self.name,
                 items,
                 "nothing older than the kept tail to summarise",
                 **details,
@@ -229,7 +229,11 @@ class GenericPolicy:
         summary = summarizer.summarize([items[i].message for i in middle], SUMMARY_BUDGET_TOKENS)
         if not summary:
             return unchanged(
-                Action.COMPACT, NAME, items, "compaction failed: the summary is empty", **details
+                Action.COMPACT,
+                self.name,
+                items,
+                "compaction failed: the summary is empty",
+                **details,
             )
         anchor = items[middle[-1]].id
         message = summary_message(f"{anchor}:generic-summary", SUMMARY_HEADER + summary)
@@ -237,7 +241,7 @@ class GenericPolicy:
         slots: list[Slot] = [*systems, message, *range(start, len(items))]
         return rebuild(
             Action.COMPACT,
-            NAME,
+            self.name,
             items,
             slots,
             estimate,
@@ -256,9 +260,9 @@ class GenericPolicy:
         *,
         force: bool = False,
     ) -> PolicyResult:
-        require(profile, GenericProfile, NAME)
+        require(profile, GenericProfile, self.name)
         return unchanged(
-            Action.TRUNCATE, NAME, items, "the generic profile sets no tool-output limit"
+            Action.TRUNCATE, self.name, items, "the generic profile sets no tool-output limit"
         )
 
 
