@@ -8,7 +8,7 @@ CPU of the whole process (start and imports included), and its ratio to the same
 file of the same records with a string of one byte: what the huge line costs beyond the rest.
 Medians of ``--runs``.
 
-``--source DIR`` runs the same commands with the ``inspector`` package found in DIR (another
+``--source DIR`` runs the same commands with the ``ctx_inspect`` package found in DIR (another
 checkout, e.g. an older commit extracted with ``git archive``), for before/after figures.
 
     .venv/bin/python bench/bench_huge_lines.py [--mb 20] [--runs 3] [--source DIR]
@@ -47,7 +47,7 @@ def cpu_of_stats(path: Path, reader: str, source: Path | None) -> float:
     env = dict(os.environ)
     if source is not None:
         env["PYTHONPATH"] = str(source)
-    command = [sys.executable, "-m", "inspector", "stats", "--no-exact", "--json"]
+    command = [sys.executable, "-m", "ctx_inspect", "stats", "--no-exact", "--json"]
     command += ["--format", reader, str(path)]
     with tempfile.TemporaryFile() as out:
         child = subprocess.Popen(command, stdout=out, stderr=subprocess.PIPE, env=env, cwd="/")
