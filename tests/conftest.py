@@ -17,6 +17,16 @@ class NetworkBlocked(RuntimeError):
     pass
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """``--snapshot-update`` runs in one process whatever ``-n`` says: the snapshot plugin
+    finds (and removes) snapshots no test uses only when it sees every test."""
+    if config.getoption("--snapshot-update", default=False) and config.getoption(
+        "numprocesses", default=None
+    ):
+        config.option.numprocesses = 0
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _no_tiktoken_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Ranks come from the bundled files in every test, whatever this machine has cached."""

@@ -730,7 +730,7 @@ class _Interpreter:
             ]
         remote = rec.remote or ""
         exit_code = remote[6:] if remote.startswith("agent:EXIT-") else None
-        if exit_code is None and (m := _RE_EXIT.search(text)):
+        if exit_code is None and "EXIT-" in text and (m := _RE_EXIT.search(text)):
             exit_code = m.group(1)
         if exit_code is not None:
             self.outcome_seen = True
@@ -1159,7 +1159,25 @@ def _split_target(text: str) -> tuple[str | None, str | None]:
 # ------------------------------------------------------------------------------------------
 # aiagent-log: logfmt on stderr
 
-_RECORD_START = re.compile(rb"(?:\x1b\[[0-9;]*m)+ts=|^ts=")
+# a record starts the line with ``ts=`` or follows colour codes; those are found with
+# ``bytes.find``, as a regular expression that starts with a repetition tries every byte
+_COLOURED_START = re.compile(rb"(?:\x1b\[[0-9;]*m)+ts=")
+
+
+def _record_starts(line: bytes) -> list[int]:
+    """Where each logfmt record of ``line`` starts (its colour codes included)."""
+    starts = [0] if line.startswith(b"ts=") else []
+    pos = line.find(b"\x1b[", 3 if starts else 0)
+    while pos >= 0:
+        found = _COLOURED_START.match(line, pos)
+        if found is not None:
+            starts.append(pos)
+            pos = line.find(b"\x1b[", found.end())
+        else:
+            pos = line.find(b"\x1b[", pos + 1)
+    return starts
+
+
 _KEY = re.compile(r"([A-Za-z_][\w.-]*)=")
 _PROBE = re.compile(r"^\[(VRB|WRN|ERR|FIN|THK|TRC)\] ([→←]) \[(\d+)\.(\d+)\] (\S+) (\S+?): (.*)$")
 
@@ -1253,7 +1271,7 @@ class AiAgentLogParser(LineParser):
 
     def parse_line(self, line: bytes, span: SourceSpan) -> Iterable[Event]:
         out: list[Event] = []
-        starts = [m.start() for m in _RECORD_START.finditer(line)]
+        starts = _record_starts(line)
         if not starts:
             text = decode_text(line, self, span, out)
             out.extend(self._plain(text, span))

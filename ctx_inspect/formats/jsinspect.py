@@ -35,6 +35,8 @@ _SPECIAL_BRACKET = re.compile(
     r"Error|[A-Z]\w*Error)\b[^\]\n]*\]"
 )
 _MORE = re.compile(r"\.\.\.\s*\d+\s+more\s+(?:items?|characters?|properties|bytes)")
+# the characters of a string literal up to its closing quote or an escape, by quote
+_PLAIN_RUN = {quote: re.compile(rf"[^{quote}\\]*") for quote in "'\"`"}
 _DATE = re.compile(r"-?\d{4,6}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z")
 _CLASS_PREFIX = re.compile(r"([A-Za-z_$][\w$.]*)(?:\s*\(\d+\))?(?:\s*\[[^\]\n]*\])?\s*(?=[{\[])")
 _ESCAPES = {
@@ -251,11 +253,11 @@ class _Reader:
         quote = text[self.pos]
         start = self.pos
         self.pos += 1
+        run = _PLAIN_RUN[quote].match
         out: list[str] = []
         while True:
-            end = self.pos
-            while end < len(text) and text[end] != quote and text[end] != "\\":
-                end += 1
+            plain = run(text, self.pos)
+            end = plain.end() if plain else len(text)
             out.append(text[self.pos : end])
             if end >= len(text):
                 raise InspectError("unterminated string", start)

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 from textual._compositor import LayoutUpdate
-from textual.command import CommandPalette
 from textual.pilot import Pilot
 from textual.widgets import Select
 
@@ -20,8 +19,11 @@ from ctx_inspect.ui.screens.diff_screen import DiffScreen, ExportScreen
 from ctx_inspect.ui.screens.explain_screen import ExplainScreen
 from ctx_inspect.ui.screens.help_screen import HelpScreen
 from ctx_inspect.ui.screens.tune_screen import TuneScreen
+from ctx_inspect.ui.widgets.message_detail import MessageDetail
+from ctx_inspect.ui.widgets.messages_view import MessagesView
 from tests.hostile.inputs import HOSTILE, HOSTILE_NAME, all_inputs, leaks
 from tests.ui.test_diff_screen import open_app, wait_for
+from tests.ui.test_help_screen import palette_settled
 
 SIZE = (160, 48)
 
@@ -51,12 +53,17 @@ class Walk:
         self.seen[name] = text
 
     async def press(self, *keys: str) -> None:
-        await self.pilot.press(*keys)
-        await self.pilot.pause()
+        await self.pilot.press(*keys)  # each key waits until the app is idle
 
     async def until(self, ready: Callable[[], object]) -> None:
         await wait_for(self.pilot, ready)
         await self.pilot.pause()
+
+
+def shows_the_cursor(view: MessagesView, detail: MessageDetail) -> bool:
+    """Whether the content pane shows the message under the cursor (its header: ``#N ...``)."""
+    index, lines = view.cursor_index, detail.lines
+    return index is not None and bool(lines) and lines[0].startswith(f"#{index + 1} ")
 
 
 @pytest.fixture(scope="module")
@@ -81,9 +88,12 @@ async def test_every_screen_shows_the_input_safely(inputs: dict[str, Path], sour
 
         await walk.press("2")
         await walk.check("messages")
+        view = app.screen.query_one(MessagesView)
+        detail = app.screen.query_one(MessageDetail)
         for row in range(6):
             await walk.press("down")
-            await walk.pilot.pause(0.15)  # the content follows the cursor once it rests
+            # the content follows the cursor once it rests
+            await walk.until(lambda: shows_the_cursor(view, detail))
             await walk.check(f"messages, row {row + 2}")
         await walk.press("3")
         await walk.check("events")
@@ -132,11 +142,10 @@ async def test_every_screen_shows_the_input_safely(inputs: dict[str, Path], sour
         await walk.press("escape")
 
         await walk.press("ctrl+p")
-        await walk.until(lambda: isinstance(app.screen, CommandPalette))
-        await walk.pilot.pause(0.3)
+        await walk.until(lambda: palette_settled(app))
         await walk.check("command palette")
         await walk.press(*"session")  # a search highlights the session titles
-        await walk.pilot.pause(0.3)
+        await walk.until(lambda: palette_settled(app))
         await walk.check("command palette, searched")
         assert "Session 1:" in walk.seen["command palette, searched"]
         await walk.press("escape")

@@ -17,6 +17,19 @@ from tests.ui.test_diff_screen import DATA, SIZE, loaded, open_app, wait_for
 LOG = DATA / "aiagent" / "log.log"
 
 
+def palette_settled(app: InspectorApp) -> bool:
+    """Whether the command palette is open and shows what its last search found."""
+    palette = app.screen
+    return (
+        isinstance(palette, CommandPalette)
+        and palette.has_class("-ready")  # its first search has filled the list
+        and not any(
+            worker.group == CommandPalette._GATHER_COMMANDS_GROUP and not worker.is_finished
+            for worker in app.workers
+        )
+    )
+
+
 async def test_help_lists_every_key_of_the_app_and_the_view() -> None:
     app = open_app(LOG)
     async with app.run_test(size=SIZE) as pilot:
@@ -112,18 +125,18 @@ async def test_the_palette_runs_a_command() -> None:
     async with app.run_test(size=SIZE) as pilot:
         state = await loaded(pilot)
         await pilot.press("ctrl+p")
-        await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette))
+        await wait_for(pilot, lambda: palette_settled(app))
         await pilot.press(*"explain")
-        await pilot.pause(0.5)
+        await wait_for(pilot, lambda: palette_settled(app))
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, ExplainScreen))
         await pilot.press("escape")
         await pilot.pause()
         before = state.step()
         await pilot.press("ctrl+p")
-        await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette))
+        await wait_for(pilot, lambda: palette_settled(app))
         await pilot.press(*"step back")
-        await pilot.pause(0.5)
+        await wait_for(pilot, lambda: palette_settled(app))
         await pilot.press("enter")
         await wait_for(pilot, lambda: state.step() != before)
         assert before is not None and state.step() == before - 1

@@ -377,6 +377,9 @@ def test_a_replay_makes_no_reference_cycle_and_leaves_the_collector_as_it_was(na
     # Fifth counts no tool output and compresses only when asked to
     sets = ["context_window=400", "auto_compress=true"] if name == "fifth" else []
     chosen = build_profile(name, sets=sets or ["context_window=16000"])
+    # objects a load froze before stay frozen, as found: thawing them would leave a full pass
+    # over everything this process has read to the next test's collection
+    frozen_before = gc.get_freeze_count()
     gc.collect()
     was_enabled = gc.isenabled()
     gc.disable()
@@ -399,7 +402,8 @@ def test_a_replay_makes_no_reference_cycle_and_leaves_the_collector_as_it_was(na
         assert gc.get_freeze_count() > frozen
         assert gc.isenabled() == was_enabled
     finally:
-        gc.unfreeze()  # the test process's objects go back to the collector
+        if not frozen_before:
+            gc.unfreeze()  # the test process's objects go back to the collector
 
 
 def test_an_output_the_recording_dropped_is_restored_at_its_recorded_size() -> None:
