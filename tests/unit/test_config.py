@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from ctx_inspect.agents.aiagent.profile import AiAgentProfile
 from ctx_inspect.agents.claude_code.profile import ClaudeCodeProfile
 from ctx_inspect.app.config import build_profile, load_config_file, parse_set
-from ctx_inspect.core.profiles import AiAgentProfile
 from ctx_inspect.errors import ConfigError
 
 

@@ -9,16 +9,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ctx_inspect.agents.aiagent.estimate import (
+    json_string_bytes,
+    message_parts,
+    message_tool_calls,
+    tool_schema_tokens,
+)
 from ctx_inspect.core.estimate import (
     MAX_ARGUMENT_DEPTH,
-    _aiagent_parts,
-    _aiagent_tool_calls,
-    _json_string_bytes,
     estimate_message,
     estimate_messages,
     estimate_text,
     rule_names,
-    tool_schema_tokens,
 )
 from ctx_inspect.core.model import Message, Part, PartType, Role
 
@@ -226,18 +228,18 @@ def test_arguments_nested_past_the_bound_count_as_their_text(depth: int) -> None
     arguments = "[" * depth + "]" * depth
     m = msg(call("ls", arguments), role=Role.ASSISTANT)
     assert estimate_message("goagent", m) == math.ceil((2 + 2 * depth) / 4)
-    assert _aiagent_tool_calls(m)[0]["parameters"] == arguments
+    assert message_tool_calls(m)[0]["parameters"] == arguments
     assert estimate_message("aiagent", m) > depth // 2
 
 
 def test_arguments_within_the_bound_are_decoded() -> None:
     arguments = "[" * MAX_ARGUMENT_DEPTH + "1.0" + "]" * MAX_ARGUMENT_DEPTH
     m = msg(call("ls", arguments), role=Role.ASSISTANT)
-    assert _aiagent_tool_calls(m)[0]["parameters"] == json.loads(arguments.replace("1.0", "1"))
+    assert message_tool_calls(m)[0]["parameters"] == json.loads(arguments.replace("1.0", "1"))
     # brackets inside strings (escaped quotes and backslashes too) are not nesting
     code = {"code": '\\"' + "[{" * 5000, "more": ["]}" * 5000]}
     m = msg(call("edit", json.dumps(code)), role=Role.ASSISTANT)
-    assert _aiagent_tool_calls(m)[0]["parameters"] == code
+    assert message_tool_calls(m)[0]["parameters"] == code
 
 
 def test_goagent_sums_every_part_whatever_the_order() -> None:
@@ -336,7 +338,7 @@ def test_aiagent_tool_schema_tokens() -> None:
 
 
 def _aiagent_json(message: Message) -> str:
-    """ai-agent's JSON of one message, written out (what ``_aiagent_parts`` counts the bytes
+    """ai-agent's JSON of one message, written out (what ``message_parts`` counts the bytes
     of without writing it)."""
     obj: dict[str, object] = {
         "role": message.role.value,
@@ -344,7 +346,7 @@ def _aiagent_json(message: Message) -> str:
             p.text for p in message.parts if p.type in (PartType.TEXT, PartType.TOOL_RESULT)
         ),
     }
-    calls = _aiagent_tool_calls(message)
+    calls = message_tool_calls(message)
     if calls:
         obj["toolCalls"] = calls
     call_id = next(
@@ -357,16 +359,16 @@ def _aiagent_json(message: Message) -> str:
 
 def test_aiagent_json_bytes_count_every_escape() -> None:
     # '"' and backslash take two bytes, a newline or a tab two, another control character six
-    assert _json_string_bytes('a"b\\c') == len('"a\\"b\\\\c"')
-    assert _json_string_bytes("\n\t\x01") == len('"\\n\\t\\u0001"')
-    assert _json_string_bytes("é😀") == 2 + 2 + 4
-    assert _json_string_bytes("\ud800") == 2 + 3  # a lone surrogate, as surrogatepass writes it
-    assert _json_string_bytes("") == 2
+    assert json_string_bytes('a"b\\c') == len('"a\\"b\\\\c"')
+    assert json_string_bytes("\n\t\x01") == len('"\\n\\t\\u0001"')
+    assert json_string_bytes("é😀") == 2 + 2 + 4
+    assert json_string_bytes("\ud800") == 2 + 3  # a lone surrogate, as surrogatepass writes it
+    assert json_string_bytes("") == 2
     # every character below U+0800 and a few above, one at a time
     for code in [*range(0x800), 0x2028, 0xD800, 0xFFFF, 0x1F600]:
         char = chr(code)
         written = json.dumps(char, ensure_ascii=False).encode("utf-8", "surrogatepass")
-        assert _json_string_bytes(char) == len(written), hex(code)
+        assert json_string_bytes(char) == len(written), hex(code)
 
 
 json_texts = st.text(alphabet=st.sampled_from(list('ab"\\\n\t\r\x00\x1f\x7fé\u2028😀{}:,')))
@@ -388,7 +390,7 @@ json_texts = st.text(alphabet=st.sampled_from(list('ab"\\\n\t\r\x00\x1f\x7fé\u2
 def test_aiagent_json_bytes_are_those_of_the_written_json(role: Role, parts: list[Part]) -> None:
     message = Message(id="m", role=role, parts=tuple(parts))
     written = _aiagent_json(message).encode("utf-8", "surrogatepass")
-    assert _aiagent_parts(message, None)[1] == len(written)
+    assert message_parts(message, None)[1] == len(written)
 
 
 # -- exact and chars4 ----------------------------------------------------------------------

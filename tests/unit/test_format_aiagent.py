@@ -8,6 +8,10 @@ from typing import TypeVar
 
 import pytest
 
+from ctx_inspect.agents.aiagent import reader_console, reader_debug, reader_log
+from ctx_inspect.agents.aiagent.reader_console import AiAgentConsoleParser
+from ctx_inspect.agents.aiagent.reader_debug import AiAgentDebugParser
+from ctx_inspect.agents.aiagent.reader_log import AiAgentLogParser, parse_logfmt
 from ctx_inspect.app.config import build_profile
 from ctx_inspect.app.loader import merge_streams, open_inputs
 from ctx_inspect.core.model import (
@@ -26,13 +30,7 @@ from ctx_inspect.core.model import (
     Usage,
     UsageReported,
 )
-from ctx_inspect.formats import aiagent, registry
-from ctx_inspect.formats.aiagent import (
-    AiAgentConsoleParser,
-    AiAgentDebugParser,
-    AiAgentLogParser,
-    parse_logfmt,
-)
+from ctx_inspect.formats import registry
 from ctx_inspect.formats.base import Parser
 from ctx_inspect.formats.registry import Head
 from tests.corpus import foreign_files
@@ -440,17 +438,17 @@ def head(data: bytes) -> Head:
 def test_sniffers_score_only_their_own_layout() -> None:
     files = {n: (DATA / n).read_bytes() for n in ("debug.log", "log.log", "console.log")}
     sniffers = {
-        "debug.log": aiagent.sniff_debug,
-        "log.log": aiagent.sniff_log,
-        "console.log": aiagent.sniff_console,
+        "debug.log": reader_debug.sniff_debug,
+        "log.log": reader_log.sniff_log,
+        "console.log": reader_console.sniff_console,
     }
     for name, data in files.items():
         for owner, sniff in sniffers.items():
             score = sniff(head(data))
             assert (score >= 0.5) == (owner == name), (name, owner, score)
     probes = b"[VRB] \xe2\x86\x92 [0.0] llm agent:config: probing cwd: json=a (found)\n"
-    assert aiagent.sniff_log(head(probes)) == 0.8
-    assert aiagent.sniff_log(head(b"[10:00:00] [loop] Iteration 1/200\n")) == 0.0
+    assert reader_log.sniff_log(head(probes)) == 0.8
+    assert reader_log.sniff_log(head(b"[10:00:00] [loop] Iteration 1/200\n")) == 0.0
 
 
 @pytest.mark.parametrize(
@@ -800,5 +798,5 @@ def test_sniffers_score_zero_on_every_other_file(corpus: Path) -> None:
     assert len(others) > 20
     for path in others:
         h = registry.read_head(path)
-        for sniff in (aiagent.sniff_debug, aiagent.sniff_log, aiagent.sniff_console):
+        for sniff in (reader_debug.sniff_debug, reader_log.sniff_log, reader_console.sniff_console):
             assert sniff(h) == 0.0, (path, sniff.__name__)

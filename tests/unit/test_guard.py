@@ -8,16 +8,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctx_inspect.core.guard import (
-    DEFAULT_CONTEXT_BUFFER_TOKENS,
-    DEFAULT_CONTEXT_WINDOW_TOKENS,
+from ctx_inspect.agents.aiagent.guard import (
     DEFAULT_TARGET,
     ContextGuard,
     GuardTargetConfig,
     Trigger,
 )
+from ctx_inspect.agents.aiagent.profile import (
+    DEFAULT_CONTEXT_BUFFER_TOKENS,
+    DEFAULT_CONTEXT_WINDOW_TOKENS,
+    AiAgentProfile,
+)
 from ctx_inspect.core.model import GuardEvaluated, GuardStatus, GuardTarget, Usage
-from ctx_inspect.core.profiles import AiAgentProfile
 
 SONNET = GuardTargetConfig("anthropic", "claude-sonnet-4-5", 200_000, 8_192, 50_000)  # 141,808
 SMALL = GuardTargetConfig("openai", "gpt-4", 128_000, 8_192, 16_384)  # 103,424

@@ -8,19 +8,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctx_inspect.agents.goagent.profile import GoAgentProfile
-from ctx_inspect.core.guard import ContextGuard, GuardTargetConfig
-from ctx_inspect.core.model import GuardStatus, Message, MessageKind, Part, PartType, Role
-from ctx_inspect.core.policies.aiagent import (
+from ctx_inspect.agents.aiagent.guard import TOOL_NO_OUTPUT, ContextGuard, GuardTargetConfig
+from ctx_inspect.agents.aiagent.policy import (
     POLICY,
-    TOOL_NO_OUTPUT,
     _stub_tokens,
     _tool_output_tokens,
     guard_for_items,
-    truncate_to_bytes,
 )
+from ctx_inspect.agents.aiagent.profile import AiAgentProfile
+from ctx_inspect.agents.aiagent.truncation import truncate_to_bytes
+from ctx_inspect.agents.goagent.profile import GoAgentProfile
+from ctx_inspect.core.model import GuardStatus, Message, MessageKind, Part, PartType, Role
 from ctx_inspect.core.policies.base import Action, ContextItem, ItemStatus, Policy, full_changes
-from ctx_inspect.core.profiles import AiAgentProfile
 from ctx_inspect.errors import ConfigError
 
 _: Policy = POLICY  # the module satisfies the policy contract

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ctx_inspect.agents.aiagent.profile import AiAgentProfile
 from ctx_inspect.agents.goagent.messages import digest_line, heuristic_tool_summary
 from ctx_inspect.agents.goagent.policy import POLICY
 from ctx_inspect.agents.goagent.profile import GoAgentProfile
@@ -23,7 +24,6 @@ from ctx_inspect.core.policies.base import (
     Policy,
     full_changes,
 )
-from ctx_inspect.core.profiles import AiAgentProfile
 from ctx_inspect.errors import ConfigError, InspectorError
 
 _: Policy = POLICY  # the module satisfies the policy contract

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from ctx_inspect.agents.aiagent.profile import AiAgentProfile
 from ctx_inspect.agents.baseagent.profile import BaseAgentProfile
 from ctx_inspect.agents.claude_code.profile import CLAUDE_CODE_AUTOCOMPACT, ClaudeCodeProfile
 from ctx_inspect.agents.codex.profile import CodexProfile
@@ -17,7 +18,6 @@ from ctx_inspect.agents.goagent.profile import GoAgentProfile
 from ctx_inspect.agents.opencode.profile import OpenCodeProfile
 from ctx_inspect.core.model import Message, Part, PartType, Role
 from ctx_inspect.core.profiles import (
-    AiAgentProfile,
     FifthProfile,
     Profile,
     default_profile,

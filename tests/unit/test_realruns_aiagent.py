@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from ctx_inspect.agents.aiagent.profile import AiAgentProfile
 from ctx_inspect.app.config import build_profile
 from ctx_inspect.app.loader import LoadedSession, open_inputs
 from ctx_inspect.cli import main
@@ -24,7 +25,6 @@ from ctx_inspect.core.model import (
     ToolOutputAction,
     ToolOutputChanged,
 )
-from ctx_inspect.core.profiles import AiAgentProfile
 from ctx_inspect.core.session import MAIN_THREAD
 
 SHORT = "short"

@@ -1,7 +1,7 @@
 """netdata ai-agent (seed 002): a context guard that forces a final turn, and nothing else.
 
 ai-agent never prunes and never compacts. Its context management is ``ContextGuard``
-(``ctx_inspect.core.guard``): before each request it projects the counters against each target's
+(``guard.py``): before each request it projects the counters against each target's
 limit and, when nothing fits, shrinks the tools to the final report and forces the final turn;
 before each tool output enters the context it reserves the output's tokens and, when they do
 not fit, drops the output for ``(tool failed: context window budget exceeded)`` and forces the
@@ -11,7 +11,7 @@ final turn too.
   are cut to that many UTF-8 bytes first (the tools orchestrator does this before it reserves
   tokens, when tool-output storage is off; with storage on, the output becomes a stored handle,
   which we do not model). The cut keeps the first and last halves around the marker
-  ``[···TRUNCATED N bytes···]`` (``src/truncation.ts``). The reference does not describe the cap;
+  ``[···TRUNCATED N bytes···]`` (``truncation.py``). The reference does not describe the cap;
   this comes from the agent's code, seen at a later commit than the seed's.
 - ``manage``: the turn preflight (``ok`` → nothing; ``skip`` / ``final`` → a FINAL_TURN result,
   the context unchanged).
@@ -43,13 +43,16 @@ from collections.abc import Sequence
 from typing import Any, Literal
 from weakref import WeakKeyDictionary
 
-from ctx_inspect.core.estimate import utf8_len
-from ctx_inspect.core.guard import (
+from ctx_inspect.agents.aiagent.guard import (
     DEFAULT_TARGET,
+    TOOL_NO_OUTPUT,
     ContextGuard,
     GuardTargetConfig,
     Preflight,
 )
+from ctx_inspect.agents.aiagent.profile import AiAgentProfile
+from ctx_inspect.agents.aiagent.truncation import truncate_to_bytes
+from ctx_inspect.core.estimate import utf8_len
 from ctx_inspect.core.model import (
     GuardEvaluated,
     GuardStatus,
@@ -72,14 +75,10 @@ from ctx_inspect.core.policies.base import (
     unchanged,
     visible_total,
 )
-from ctx_inspect.core.profiles import AiAgentProfile, Profile
+from ctx_inspect.core.profiles import Profile
 from ctx_inspect.errors import ConfigError
 
 NAME = "aiagent"
-TOOL_NO_OUTPUT = "(tool failed: context window budget exceeded)"  # llm-messages.ts
-TRUNCATION_MARKER_OVERHEAD = 50  # truncation.ts MARKER_OVERHEAD: worst-case marker bytes
-TRUNCATION_MIN_PAYLOAD_BYTES = 512  # truncation.ts: smaller payloads are cut, not split
-_DOT = "\u00b7"
 
 Phase = Literal["turn", "tool"]
 
@@ -105,48 +104,6 @@ def _output_text(message: Message) -> str:
     return "\n".join(
         p.text for p in message.parts if p.type in (PartType.TEXT, PartType.TOOL_RESULT)
     )
-
-
-def _marker(omitted: int) -> str:
-    return f"[{_DOT * 3}TRUNCATED {omitted} bytes{_DOT * 3}]"
-
-
-def _prefix_bytes(data: bytes, limit: int) -> str:
-    return data[:limit].decode("utf-8", "ignore")
-
-
-def truncate_to_bytes(text: str, limit: int) -> str:
-    """The size cap: ``text`` cut to at most ``limit`` UTF-8 bytes.
-
-    Payloads of 512 bytes and more keep their first and last halves around a marker naming
-    the omitted bytes; smaller ones (or a limit too small for the marker) keep a plain prefix,
-    the orchestrator's fallback. An empty result becomes one space, as the agent sends it.
-    """
-    data = text.encode("utf-8", "surrogatepass")
-    if len(data) <= limit:
-        return text
-    result: str | None = None
-    budget = limit - TRUNCATION_MARKER_OVERHEAD
-    if len(data) >= TRUNCATION_MIN_PAYLOAD_BYTES and budget > 0:
-        first_budget = budget // 2
-        last_budget = budget - first_budget
-        first_end = first_budget
-        while first_end > 0 and (data[first_end] & 0xC0) == 0x80:
-            first_end -= 1
-        last_start = len(data) - last_budget
-        while last_start < len(data) and (data[last_start] & 0xC0) == 0x80:
-            last_start += 1
-        omitted = last_start - first_end
-        candidate = (
-            data[:first_end].decode("utf-8", "ignore")
-            + _marker(omitted)
-            + data[last_start:].decode("utf-8", "ignore")
-        )
-        if utf8_len(candidate) <= limit:
-            result = candidate
-    if result is None:
-        result = _prefix_bytes(data, limit)
-    return result or " "
 
 
 def _tool_output_tokens(text: str, estimate: Estimate) -> int:

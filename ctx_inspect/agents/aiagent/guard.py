@@ -17,8 +17,9 @@ The guard keeps four counters and projects the next request against a limit per 
 Every method returns a new guard, so replay can branch from any point. The counter life cycle
 of one turn (reference 2.4, steps 1-6) is ``loop_init`` (once), ``before_request``,
 ``after_response``, ``reserve_tool_output`` for each tool output, ``before_retry`` when the next
-attempt starts, and ``enforce`` when the guard forces the final turn. The dashboard's counters
-panel and ``explain`` use the same arithmetic through ``evaluate`` and ``provider_decision``.
+attempt starts, and ``enforce`` when the guard forces the final turn. The policy
+(``policy.py``) decides through ``turn_preflight`` and ``reserve_tool_output``; the dashboard's
+counters panel and ``explain`` read the evaluations the agent logged (``GuardEvaluated``).
 """
 
 from __future__ import annotations
@@ -29,17 +30,18 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from ctx_inspect.agents.aiagent.profile import (
+    DEFAULT_CONTEXT_BUFFER_TOKENS,
+    DEFAULT_CONTEXT_WINDOW_TOKENS,
+    AiAgentProfile,
+)
 from ctx_inspect.core.model import GuardEvaluated, GuardStatus, GuardTarget, Usage
-from ctx_inspect.core.profiles import AiAgentProfile
 from ctx_inspect.core.window import LimitParts
 
 # The synthetic target the agent uses when no provider/model target is configured.
 DEFAULT_TARGET = "default"
-# ContextGuard.DEFAULT_CONTEXT_WINDOW_TOKENS / DEFAULT_CONTEXT_BUFFER_TOKENS: the profile's own
-# defaults, read from the profile class rather than repeated here.
-DEFAULT_CONTEXT_WINDOW_TOKENS: int = AiAgentProfile.model_fields["context_window"].default
-DEFAULT_CONTEXT_BUFFER_TOKENS: int = AiAgentProfile.model_fields["buffer_tokens"].default
 TOKEN_BUDGET_EXCEEDED = "token_budget_exceeded"
+TOOL_NO_OUTPUT = "(tool failed: context window budget exceeded)"  # llm-messages.ts: the stub
 
 
 class Trigger(StrEnum):
