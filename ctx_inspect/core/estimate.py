@@ -24,7 +24,6 @@ from ctx_inspect.core.model import Message, Part, PartType
 
 GENERIC_RULES: tuple[str, ...] = ("exact", "chars4")  # every other rule is an agent's own
 
-FIFTH_EXACT_MIN_BYTES = 1000  # main.fs count-tokens: tiktoken only above 1000 chars
 EXACT_MESSAGE_OVERHEAD = 3  # Chat Completions framing per message (transcripts.md 3.4)
 
 CONTENT_PARTS = frozenset({PartType.TEXT, PartType.TOOL_RESULT, PartType.ATTACHMENT})
@@ -181,18 +180,6 @@ def parse_arguments(arguments: str | None) -> tuple[bool, object]:
 
 
 # --------------------------------------------------------------------------------------------
-# Fifth (examples/context-manager/main.fs estimate-tokens / count-tokens)
-
-
-def _fifth_text(text: str, counter: Counter | None) -> int:
-    size = utf8_len(text)
-    if counter is not None and size > FIFTH_EXACT_MIN_BYTES:
-        # `echo '<text>' | python3 ... tiktoken`: echo appends a newline.
-        return counter.count(text + "\n")
-    return max(1, size // 4)
-
-
-# --------------------------------------------------------------------------------------------
 # Our own count
 
 
@@ -218,4 +205,3 @@ EXACT = Rule(
 )
 CHARS4 = Rule("chars4", lambda m, c: _chars4(m.text), _chars4)
 _GENERIC: dict[str, agents.Estimator] = {"exact": EXACT, "chars4": CHARS4}
-FIFTH = Rule("fifth", lambda m, c: _fifth_text(m.text, c), _fifth_text, uses_counter=True)

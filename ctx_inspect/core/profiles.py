@@ -36,7 +36,6 @@ from pydantic import (
     PrivateAttr,
     ValidationError,
     field_validator,
-    model_validator,
 )
 
 from ctx_inspect.core import agents
@@ -224,85 +223,6 @@ class Profile(BaseModel):
         """Settings the agent's own records in ``session`` show (a stage the agent runs only
         when its setting is on), which calibration fills in where the user set nothing."""
         return {}
-
-
-# ------------------------------------------------------------------------------------------
-# Fifth context manager (seed 004): examples/context-manager/main.fs
-
-
-class FifthProfile(Profile):
-    name: str = "fifth"
-    agent: Literal["fifth"] = "fifth"
-    description: str = "Fifth (Forth) context manager: level budgets, compress above 80% of 16k"
-    context_window: Tokens = 16_000  # always equal to total_budget
-    estimator: str = "fifth"
-    encoding: str | None = "cl100k_base"  # count-tokens-exact uses tiktoken cl100k_base
-    level1_budget: Tokens = 2_000  # permanent (system)
-    level2_budget: Tokens = 4_000  # session (summaries, decisions)
-    level3_budget: Tokens = 8_000  # working (user, assistant)
-    total_budget: Tokens = 16_000
-    capacity_trigger: Annotated[int, Field(ge=0, le=100)] = 80  # percent, strict >
-    age_threshold_seconds: Tokens = 300
-    compress_batch: Tokens = 10  # LIMIT 10 in ctx-get-old-messages
-    summary_max_tokens: Tokens = 500  # claude-3-haiku max_tokens
-    exact_count_min_bytes: Tokens = 1_000  # tiktoken only for content above this size
-    auto_compress: bool = False  # ctx-auto-compress exists but nothing calls it
-
-    LEVELS: ClassVar[Mapping[str, int]] = types.MappingProxyType(
-        {"system": 1, "developer": 1, "user": 3, "assistant": 3, "tool": 4}
-    )
-    COUNTED_LEVELS: ClassVar[tuple[int, ...]] = (1, 2, 3)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _window_is_total(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            return data
-        window, total = data.get("context_window"), data.get("total_budget")
-        if window is not None and total is not None and window != total:
-            raise ValueError(
-                "context_window and total_budget are the same figure for fifth; set one"
-            )
-        if window is not None and total is None:
-            return {**data, "total_budget": window}
-        if total is not None and window is None:
-            return {**data, "context_window": total}
-        return data
-
-    def limit_parts(self) -> LimitParts:
-        return LimitParts(window=self.total_budget, buffer=0, max_output=0)
-
-    def threshold(self) -> int:
-        # ctx-capacity = total × 100 / total-budget (integer division) > capacity-trigger,
-        # i.e. capacity >= trigger + 1: tokens >= ceil((trigger + 1) × budget / 100).
-        return _ceil_div((self.capacity_trigger + 1) * self.total_budget, 100)
-
-    def has_threshold(self) -> bool:
-        return self.total_budget > 0
-
-    def capacity(self, tokens: int) -> int:
-        """The integer percentage ``stats`` prints and ``ctx-auto-compress`` tests."""
-        return tokens * 100 // self.total_budget if self.total_budget > 0 else 0
-
-    def level_for_role(self, role: str) -> int:
-        return self.LEVELS.get(str(role), 3)
-
-    def counts_toward_capacity(self, role: str) -> bool:
-        """Level-4 tool output is stored but never counted in the total."""
-        return self.level_for_role(role) in self.COUNTED_LEVELS
-
-    def level_budgets(self) -> dict[int, int]:
-        return {1: self.level1_budget, 2: self.level2_budget, 3: self.level3_budget}
-
-    def derived(self) -> dict[str, object]:
-        return {"capacity_at_threshold": self.capacity(self.threshold())}
-
-
-def _ceil_div(n: int, d: int) -> int:
-    return -(-n // d)
-
-
-# ------------------------------------------------------------------------------------------
 
 
 # ------------------------------------------------------------------------------------------

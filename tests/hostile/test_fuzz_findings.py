@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 import pytest
 
+from ctx_inspect.agents.fifth.reader_db import read_database as read_fifth
 from ctx_inspect.agents.goagent.reader_log import log_attrs
 from ctx_inspect.agents.opencode.reader_db import read_database as read_opencode
 from ctx_inspect.agents.opencode.reader_storage import read_storage
@@ -36,7 +37,6 @@ from ctx_inspect.core.model import (
 from ctx_inspect.core.packed import RequestEntry, UsageEntry
 from ctx_inspect.formats.base import LineParser
 from ctx_inspect.formats.chat_common import compact_json
-from ctx_inspect.formats.fifth import read_database as read_fifth
 from ctx_inspect.formats.jsinspect import InspectError, parse_inspect
 from ctx_inspect.formats.registry import get_format
 from tests.formats import comparable, read

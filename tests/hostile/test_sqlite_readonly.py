@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 
+from ctx_inspect.agents.fifth import reader_db as fifth
 from ctx_inspect.agents.opencode import reader_db
 from ctx_inspect.app.config import build_profile
 from ctx_inspect.app.live import open_live
 from ctx_inspect.cli import main
-from ctx_inspect.formats import fifth
 from ctx_inspect.formats.registry import detect
 from tests.unit.test_format_fifth import make_db
 from tests.unit.test_format_opencode import build_db

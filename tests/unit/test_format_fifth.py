@@ -9,6 +9,9 @@ from typing import TypeVar
 
 import pytest
 
+from ctx_inspect.agents.fifth import reader_db, reader_stats
+from ctx_inspect.agents.fifth.reader_db import read_database
+from ctx_inspect.agents.fifth.reader_stats import FifthStatsParser
 from ctx_inspect.core.model import (
     ContextMeasured,
     DebugTopic,
@@ -23,8 +26,7 @@ from ctx_inspect.core.model import (
     SessionInfo,
 )
 from ctx_inspect.core.session import Session
-from ctx_inspect.formats import fifth, registry
-from ctx_inspect.formats.fifth import FifthStatsParser, read_database
+from ctx_inspect.formats import registry
 from ctx_inspect.formats.registry import HEAD_BYTES, Head
 
 DATA = Path(__file__).parents[1] / "data" / "fifth"
@@ -165,7 +167,7 @@ def test_database_is_never_written(tmp_path: Path, wal: bool) -> None:
     before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in tmp_path.iterdir()}
     assert list(before) == ["context.db"]
     read_database(path)
-    fifth.sniff_database(Head(path=path, data=path.read_bytes()[:HEAD_BYTES]))
+    reader_db.sniff_database(Head(path=path, data=path.read_bytes()[:HEAD_BYTES]))
     after = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in tmp_path.iterdir()}
     assert after == before
 
@@ -345,18 +347,22 @@ def test_stats_block_cut_short_or_broken() -> None:
 
 def test_sniffers(tmp_path: Path) -> None:
     data = stats_fixture()
-    assert fifth.sniff_stats(Head(path=Path("stats.txt"), data=data)) == 0.95
-    assert fifth.sniff_stats(Head(path=Path("x"), data=b"Context Manager Statistics\n")) == 0.7
-    assert fifth.sniff_stats(Head(path=Path("x"), data=b"Context Manager v1.0\n")) == 0.0
+    assert reader_stats.sniff_stats(Head(path=Path("stats.txt"), data=data)) == 0.95
+    assert (
+        reader_stats.sniff_stats(Head(path=Path("x"), data=b"Context Manager Statistics\n")) == 0.7
+    )
+    assert reader_stats.sniff_stats(Head(path=Path("x"), data=b"Context Manager v1.0\n")) == 0.0
     path = make_db(tmp_path / "context.db")
-    assert fifth.sniff_database(Head(path=path, data=path.read_bytes()[:HEAD_BYTES])) == 0.95
-    assert fifth.sniff_database(Head(path=path, data=data)) == 0.0
+    assert reader_db.sniff_database(Head(path=path, data=path.read_bytes()[:HEAD_BYTES])) == 0.95
+    assert reader_db.sniff_database(Head(path=path, data=data)) == 0.0
     opencode_like = tmp_path / "opencode.db"
     con = sqlite3.connect(opencode_like)
     for table in ("session", "message", "part"):
         con.execute(f"CREATE TABLE {table} (id TEXT)")
     con.close()
-    assert fifth.sniff_database(Head(path=opencode_like, data=opencode_like.read_bytes())) == 0.0
+    assert (
+        reader_db.sniff_database(Head(path=opencode_like, data=opencode_like.read_bytes())) == 0.0
+    )
 
 
 def test_detected(tmp_path: Path) -> None:

@@ -9,6 +9,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ctx_inspect.agents.fifth.levels import (
+    PRIORITY_WEIGHTS,
+    counted_tokens,
+    is_old,
+    level_of,
+    priority_score,
+    recency_score,
+)
+from ctx_inspect.agents.fifth.policy import NOT_CALLED, POLICY
+from ctx_inspect.agents.fifth.profile import FifthProfile
 from ctx_inspect.core.model import Message, MessageKind, Part, PartType, Role
 from ctx_inspect.core.policies import policy_for
 from ctx_inspect.core.policies.base import (
@@ -20,17 +30,7 @@ from ctx_inspect.core.policies.base import (
     summary_message,
     total,
 )
-from ctx_inspect.core.policies.fifth import (
-    NOT_CALLED,
-    POLICY,
-    PRIORITY_WEIGHTS,
-    counted_tokens,
-    is_old,
-    level_of,
-    priority_score,
-    recency_score,
-)
-from ctx_inspect.core.profiles import FifthProfile, default_profile, make_profile
+from ctx_inspect.core.profiles import default_profile, make_profile
 from ctx_inspect.errors import ConfigError
 
 NOW = datetime(2026, 1, 29, 12, 0, 0, tzinfo=UTC)

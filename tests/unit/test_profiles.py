@@ -14,11 +14,11 @@ from ctx_inspect.agents.aiagent.profile import AiAgentProfile
 from ctx_inspect.agents.baseagent.profile import BaseAgentProfile
 from ctx_inspect.agents.claude_code.profile import CLAUDE_CODE_AUTOCOMPACT, ClaudeCodeProfile
 from ctx_inspect.agents.codex.profile import CodexProfile
+from ctx_inspect.agents.fifth.profile import FifthProfile
 from ctx_inspect.agents.goagent.profile import GoAgentProfile
 from ctx_inspect.agents.opencode.profile import OpenCodeProfile
 from ctx_inspect.core.model import Message, Part, PartType, Role
 from ctx_inspect.core.profiles import (
-    FifthProfile,
     Profile,
     default_profile,
     make_profile,

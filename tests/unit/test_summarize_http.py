@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
+from ctx_inspect.agents.fifth.policy import POLICY
 from ctx_inspect.core.endpoint import OpenAICompatibleSummarizer, SummarizerError
 from ctx_inspect.core.model import Message, Part, PartType, Role
 from ctx_inspect.core.policies.base import ContextItem
-from ctx_inspect.core.policies.fifth import POLICY
 from ctx_inspect.core.profiles import default_profile
 
 KEY_VAR = "CTX_INSPECT_TEST_SUMMARIZER_KEY"
