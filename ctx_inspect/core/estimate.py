@@ -1,11 +1,13 @@
-"""Each agent's own token arithmetic, reproduced.
+"""Token estimates by rule name, the generic rules, and the measures the agents' rules share.
 
 When an agent decided something (prune, compact, block a tool output) on the strength of its own
-estimate, we must compute that estimate, not ours (DESIGN.md, decision 2). Each rule below
-reproduces one agent's heuristic on our ``Message`` model, including the details that move the
-result: which parts count, floor versus ceiling versus JavaScript's ``Math.round``, and whether a
-"character" is a Python code point, a UTF-16 code unit (JavaScript ``length``) or a UTF-8 byte
-(Go ``len``, Forth strings). ``docs/profiles.md`` gives the source of every rule.
+estimate, we must compute that estimate, not ours (DESIGN.md, decision 2). Each agent's rule is
+its own (``ctx_inspect/agents/<agent>/estimate.py``, a ``Rule`` declared as the agent's
+estimator) and reproduces the details that move the result: which parts count, floor versus
+ceiling versus JavaScript's ``Math.round``, and whether a "character" is a Python code point, a
+UTF-16 code unit (``js_len``) or a UTF-8 byte (``utf8_len``). Here: ``rule`` finds a rule by
+name, ``exact`` and ``chars4`` are ours, and the measures below are shared by several agents.
+``docs/profiles.md`` gives the source of every rule.
 
 The rules that can use a real tokenizer take a ``Counter``: anything with ``count(text) -> int``
 (``ctx_inspect.core.tokens.TokenCounter`` is one). Without one they fall back to the agent's own

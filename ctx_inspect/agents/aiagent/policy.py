@@ -57,7 +57,6 @@ from ctx_inspect.core.model import (
     GuardEvaluated,
     GuardStatus,
     Message,
-    MessageKind,
     Part,
     PartType,
     Role,
@@ -75,8 +74,8 @@ from ctx_inspect.core.policies.base import (
     unchanged,
     visible_total,
 )
+from ctx_inspect.core.policies.blocks import fmt, is_tool_output, require
 from ctx_inspect.core.profiles import Profile
-from ctx_inspect.errors import ConfigError
 
 NAME = "aiagent"
 
@@ -85,19 +84,6 @@ Phase = Literal["turn", "tool"]
 
 # ------------------------------------------------------------------------------------------
 # Helpers
-
-
-def _profile(profile: Profile) -> AiAgentProfile:
-    if not isinstance(profile, AiAgentProfile):
-        raise ConfigError(
-            "profile mismatch",
-            f"the aiagent policy needs the aiagent profile, not {profile.name!r}",
-        )
-    return profile
-
-
-def _is_tool_output(message: Message) -> bool:
-    return message.role is Role.TOOL or message.kind is MessageKind.TOOL_RESULT
 
 
 def _output_text(message: Message) -> str:
@@ -145,7 +131,7 @@ def guard_for_items(
     Only the messages after the last assistant message are read (backward from the end); the
     rest is the visible total minus theirs, in O(1) for a ``ContextList``.
     """
-    prof = _profile(profile)
+    prof = require(profile, AiAgentProfile, NAME)
     guard = ContextGuard.for_profile(prof, provider, model, schema=schema_tokens)
     if targets:
         guard = guard.with_targets(targets)
@@ -160,7 +146,7 @@ def guard_for_items(
             found = True
             break
         after += items[position].tokens
-        if _is_tool_output(message):
+        if is_tool_output(message):
             tools += items[position].tokens
     if not found:
         return guard.loop_init(visible_total(items))
@@ -190,10 +176,6 @@ def _limit_of(blocked_limit: int | None, guard: ContextGuard) -> int:
     return blocked_limit if blocked_limit is not None else guard.min_limit()
 
 
-def _fmt(n: int) -> str:
-    return f"{n:,}"
-
-
 # ------------------------------------------------------------------------------------------
 # The policy
 
@@ -219,8 +201,8 @@ class AiAgentPolicy:
         left out); the result is about the output alone. Without ``guard`` the counters are
         rebuilt from ``items`` (``guard_for_items``, tool phase).
         """
-        prof = _profile(profile)
-        if not _is_tool_output(item.message):
+        prof = require(profile, AiAgentProfile, NAME)
+        if not is_tool_output(item.message):
             return None
         context = items[:-1] if items and items[-1].id == item.id else items
         if guard is None:
@@ -274,9 +256,9 @@ class AiAgentPolicy:
             policy=NAME,
             fired=True,
             reason=(
-                f"output of {_fmt(utf8_len(original))} bytes > toolResponseMaxBytes "
-                f"{_fmt(cap)}: cut to {_fmt(utf8_len(output))} bytes; projected "
-                f"{_fmt(evaluation.projected)} fits the limit {_fmt(details['limit'])}"
+                f"output of {fmt(utf8_len(original))} bytes > toolResponseMaxBytes "
+                f"{fmt(cap)}: cut to {fmt(utf8_len(output))} bytes; projected "
+                f"{fmt(evaluation.projected)} fits the limit {fmt(details['limit'])}"
             ),
             items=[new_item],
             changes=[
@@ -285,7 +267,7 @@ class AiAgentPolicy:
                     ItemStatus.TRUNCATED,
                     item.tokens,
                     new_tokens,
-                    f"cut to toolResponseMaxBytes ({_fmt(cap)} bytes)",
+                    f"cut to toolResponseMaxBytes ({fmt(cap)} bytes)",
                 ),
             ],
             tokens_before=item.tokens,
@@ -325,9 +307,9 @@ class AiAgentPolicy:
             )
         else:
             reason = (
-                f"tool output of {_fmt(details['tokens_estimated'])} tokens does not fit: "
-                f"projected {_fmt(details['projected'])} > limit {_fmt(details['limit'])} "
-                f"(available {_fmt(details['available_tokens'])}); output dropped, "
+                f"tool output of {fmt(details['tokens_estimated'])} tokens does not fit: "
+                f"projected {fmt(details['projected'])} > limit {fmt(details['limit'])} "
+                f"(available {fmt(details['available_tokens'])}); output dropped, "
                 "final turn forced"
             )
         return PolicyResult(
@@ -342,7 +324,7 @@ class AiAgentPolicy:
                     ItemStatus.DROPPED,
                     item.tokens,
                     new_tokens,
-                    f"output of {_fmt(utf8_len(original))} bytes replaced by {TOOL_NO_OUTPUT}",
+                    f"output of {fmt(utf8_len(original))} bytes replaced by {TOOL_NO_OUTPUT}",
                 ),
             ],
             tokens_before=item.tokens,
@@ -373,7 +355,7 @@ class AiAgentPolicy:
         a figure alone (replay of a log): the figure is split into the counters as the log
         shows them (``new``, which forcing the final turn drops, and ``pending`` as logged, the
         rest ``current``), with the logged schema and target name."""
-        prof = _profile(profile)
+        prof = require(profile, AiAgentProfile, NAME)
         if guard is None and recorded is not None:
             guard = _guard_as_recorded(items, prof, recorded)
             if recorded.targets:
@@ -402,7 +384,7 @@ class AiAgentPolicy:
             (b for b in evaluation.blocked if b.key == decision.key), None
         )
         limit = entry.limit if entry is not None else decision.limit
-        crossed = f"projected {_fmt(evaluation.projected)} > limit {_fmt(limit)} for {decision.key}"
+        crossed = f"projected {fmt(evaluation.projected)} > limit {fmt(limit)} for {decision.key}"
         if pre.status is GuardStatus.SKIP:
             reason = (
                 f"{crossed}; other targets still fit, so this provider is skipped and the guard "
@@ -411,7 +393,7 @@ class AiAgentPolicy:
         else:
             reason = f"{crossed}: final turn forced, tools shrunk to the final report"
             if pre.schema_after != pre.schema_before:
-                reason += f" (schema {_fmt(pre.schema_before)} → {_fmt(pre.schema_after)})"
+                reason += f" (schema {fmt(pre.schema_before)} → {fmt(pre.schema_after)})"
             if pre.still_over_limit:
                 reason += "; still over the limit after the shrink, sent anyway"
         details: dict[str, Any] = {
@@ -465,7 +447,7 @@ class AiAgentPolicy:
             pre.enforced or pre.status is GuardStatus.SKIP
         )
         instead = (
-            f"at projected {_fmt(evaluation.projected)} against limit {_fmt(pre.decision.limit)} "
+            f"at projected {fmt(evaluation.projected)} against limit {fmt(pre.decision.limit)} "
             + ("it would force the final turn" if would else "its guard would let the request go")
         )
         return unchanged(
@@ -488,7 +470,9 @@ class AiAgentPolicy:
         *,
         force: bool = False,
     ) -> PolicyResult:
-        return self._no_reduction(Action.PRUNE, items, _profile(profile), "prune")
+        return self._no_reduction(
+            Action.PRUNE, items, require(profile, AiAgentProfile, NAME), "prune"
+        )
 
     def compact(
         self,
@@ -499,7 +483,9 @@ class AiAgentPolicy:
         *,
         force: bool = False,
     ) -> PolicyResult:
-        return self._no_reduction(Action.COMPACT, items, _profile(profile), "compaction")
+        return self._no_reduction(
+            Action.COMPACT, items, require(profile, AiAgentProfile, NAME), "compaction"
+        )
 
     def truncate(
         self,
@@ -511,7 +497,7 @@ class AiAgentPolicy:
     ) -> PolicyResult:
         """Every tool output over ``tool_response_max_bytes`` cut to it. The agent applies the
         cap to each output as it arrives, so ``force`` changes nothing."""
-        prof = _profile(profile)
+        prof = require(profile, AiAgentProfile, NAME)
         cap = prof.tool_response_max_bytes
         if cap <= 0:
             return unchanged(
@@ -522,7 +508,7 @@ class AiAgentPolicy:
         cut = 0
         for item in items:
             text = _output_text(item.message)
-            if not (_is_tool_output(item.message) and utf8_len(text) > cap):
+            if not (is_tool_output(item.message) and utf8_len(text) > cap):
                 new_items.append(item)
                 continue
             message = replace_text(item.message, truncate_to_bytes(text, cap))
@@ -534,7 +520,7 @@ class AiAgentPolicy:
                     ItemStatus.TRUNCATED,
                     item.tokens,
                     tokens,
-                    f"{_fmt(utf8_len(text))} bytes cut to {_fmt(cap)}",
+                    f"{fmt(utf8_len(text))} bytes cut to {fmt(cap)}",
                 )
             )
             cut += 1
@@ -543,7 +529,7 @@ class AiAgentPolicy:
                 Action.TRUNCATE,
                 NAME,
                 items,
-                f"no tool output exceeds toolResponseMaxBytes {_fmt(cap)}",
+                f"no tool output exceeds toolResponseMaxBytes {fmt(cap)}",
                 cap=cap,
             )
         before, after = total(items), total(new_items)
@@ -552,8 +538,8 @@ class AiAgentPolicy:
             policy=NAME,
             fired=True,
             reason=(
-                f"{cut} tool output(s) over toolResponseMaxBytes {_fmt(cap)} cut: "
-                f"{_fmt(before)} → {_fmt(after)} tokens"
+                f"{cut} tool output(s) over toolResponseMaxBytes {fmt(cap)} cut: "
+                f"{fmt(before)} → {fmt(after)} tokens"
             ),
             items=new_items,
             changes=changes,

@@ -58,6 +58,7 @@ from ctx_inspect.core.policies.base import (
     total,
     unchanged,
 )
+from ctx_inspect.core.policies.blocks import require
 from ctx_inspect.core.profiles import Profile
 from ctx_inspect.errors import ConfigError
 
@@ -71,15 +72,6 @@ NO_PRIORITY = (
 )
 
 Order = Literal["age", "priority"]
-
-
-def _profile(profile: Profile) -> FifthProfile:
-    if not isinstance(profile, FifthProfile):
-        raise ConfigError(
-            "Wrong profile for policy",
-            f"the fifth policy needs the fifth profile, got {profile.name!r} ({profile.agent})",
-        )
-    return profile
 
 
 # --------------------------------------------------------------------------------------------
@@ -238,7 +230,7 @@ class FifthPolicy:
         estimate: Estimate,
     ) -> PolicyResult | None:
         """Fifth stores tool output whole, at level 4: nothing to truncate or drop."""
-        _profile(profile)
+        require(profile, FifthProfile, NAME)
         return None
 
     def manage(
@@ -249,7 +241,7 @@ class FifthPolicy:
         summarizer: Summarizer,
     ) -> list[PolicyResult]:
         """``ctx-auto-compress`` (only when ``auto_compress``: Fifth itself never calls it)."""
-        fifth = _profile(profile)
+        fifth = require(profile, FifthProfile, NAME)
         if not fifth.auto_compress or not over_trigger(total(items), fifth):
             return []  # levels 1-3 hold at most the whole context: not over the trigger either
         counted = counted_tokens(items, fifth)
@@ -312,7 +304,7 @@ class FifthPolicy:
         ``auto_compress`` replays ``ctx-auto-compress`` and the capacity is above the trigger.
         ``order="priority"`` takes the lowest-scored messages first (the README's option).
         """
-        fifth = _profile(profile)
+        fifth = require(profile, FifthProfile, NAME)
         if order not in ("age", "priority"):
             raise ConfigError("Invalid order", f"order must be 'age' or 'priority', got {order!r}")
         now = latest_time(items)
@@ -383,7 +375,7 @@ class FifthPolicy:
     ) -> PolicyResult:
         """Level-4 tool output beyond the space levels 1-3 leave, dropped oldest first
         (``force=True`` only: Fifth itself never drops tool output)."""
-        fifth = _profile(profile)
+        fifth = require(profile, FifthProfile, NAME)
         now = latest_time(items)
         counted = counted_tokens(items, fifth)
         details = self._details(fifth, items, now, counted, counted)
@@ -459,7 +451,7 @@ class FifthPolicy:
         *,
         force: bool = False,
     ) -> PolicyResult:
-        fifth = _profile(profile)
+        fifth = require(profile, FifthProfile, NAME)
         counted = counted_tokens(items, fifth)
         return unchanged(
             Action.TRUNCATE,
