@@ -22,7 +22,7 @@ def test_the_plugins_format_and_policy_pass_the_suites() -> None:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(PLUGIN)
     env["CTX_TEST_DATA"] = str(PLUGIN / "data")
-    command = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-p", "no:xdist"]
+    command = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-n", "0"]
     run = subprocess.run(
         [*command, "-k", "example", *map(str, SUITES)],
         cwd=TESTS.parent,
