@@ -38,10 +38,10 @@ from ctx_inspect.core.model import (
 from ctx_inspect.core.policies.base import Action, ContextItem, PolicyResult, Summarizer
 from ctx_inspect.core.profiles import Profile
 from ctx_inspect.core.replay import WhatIfStart, replay
-from ctx_inspect.core.session import Flag, Session, StepState, kind_name, role_name
+from ctx_inspect.core.session import Session, StepState
+from ctx_inspect.core.session_query import SessionQuery
 from ctx_inspect.core.whatif import continued_events
 from ctx_inspect.core.window import Zone
-from ctx_inspect.ui.totals import RunningTotals, best_tokens
 from ctx_inspect.ui.widgets.events_view import EventRow
 from ctx_inspect.ui.widgets.messages_view import MessageRow
 from ctx_inspect.ui.widgets.timeline_points import TimelinePoints
@@ -69,8 +69,9 @@ class _Points:
 
     MARKED = (Compacted, Pruned, FinalTurnForced, ContextReset, ToolOutputChanged, RequestRejected)
 
-    def __init__(self, session: Session, profile: Profile, generation: int) -> None:
-        self.session = session
+    def __init__(self, query: SessionQuery, profile: Profile, generation: int) -> None:
+        self.query = query
+        self.session = query.session
         self.profile = profile
         self.generation = generation
         self.points = TimelinePoints()
@@ -86,19 +87,18 @@ class _Points:
             return self.points
         self.events = len(session)
         self._take_markers()
-        closed = session.steps
+        query = self.query
+        closed = query.closed_steps
         # the last step that was over may have been given its usage since: redo it too
-        start = max(0, min(self.closed, len(closed)) - 1)
+        start = max(0, min(self.closed, closed) - 1)
         points, zone, markers = self.points, self.zone, self.markers
         points.truncate(start)
         empty: set[str] = set()
-        tokens_of, peak_of = closed.tokens, closed.peak  # read the columns; make no step
-        for i in range(start, len(closed)):
-            peak = peak_of(i)
-            points.add(i + 1, tokens_of(i), peak, zone(peak), markers.get(i + 1, empty))
-        self.closed = len(closed)
-        if session.open_step_shown():
-            live = session.live_state()
+        for step, tokens, peak in query.closed_figures(start):
+            points.add(step, tokens, peak, zone(peak), markers.get(step, empty))
+        self.closed = closed
+        live = query.open_step()
+        if live is not None:
             peak = live.peak
             points.add(live.step, live.tokens, peak, zone(peak), markers.get(live.step, empty))
         return points
@@ -161,7 +161,7 @@ class SessionState:
         self._generation = 0  # bumped on changes that are not appends
         self._cache: dict[tuple[str, int, int], Any] = {}
         self._points: _Points | None = None
-        self._totals: RunningTotals | None = None
+        self._query: SessionQuery | None = None
 
     # -- what is shown ---------------------------------------------------------------------
 
@@ -187,7 +187,7 @@ class SessionState:
         self._generation += 1
         self._cache.clear()
         self._points = None
-        self._totals = None
+        self._query = None
 
     def grew(self) -> None:
         """Events were appended to the session: values about the past are kept and brought up
@@ -273,44 +273,31 @@ class SessionState:
             or cache.profile is not self.profile
             or cache.generation != self._generation
         ):
-            cache = self._points = _Points(self.session, self.profile, self._generation)
+            cache = self._points = _Points(self.query, self.profile, self._generation)
         return cache.update()
 
-    def totals(self) -> RunningTotals:
-        """Running totals of the tokens in context (brought up to date as the session grows)."""
-        totals = self._totals
-        if totals is None or totals.session is not self.session:
-            totals = self._totals = RunningTotals(self.session)
-        totals.update()
-        return totals
+    @property
+    def query(self) -> SessionQuery:
+        """The questions asked of the session shown (kept up to date as it grows)."""
+        query = self._query
+        if query is None or query.session is not self.session:
+            query = self._query = SessionQuery(self.session)
+        return query
 
     def row(self, index: int) -> MessageRow:
-        step = self.step() or 0
-        session = self.session
-        table = session.table
-        totals = self.totals()
-        inside = totals.in_context(index, step)
-        tokens = best_tokens(session, index)
-        flags = table.flags[index]
+        facts = self.query.message(index, self.step() or 0)
         window = self.profile.context_window or 1
-        names = [name for bit, name in _FLAG_NAMES if flags & bit]
-        if not flags & int(Flag.VISIBLE):
-            names.append("hidden")
-        kind = kind_name(table.kind[index])
-        if kind in ("summary", "archived"):
-            names.append(kind)
-        tool = table.tool[index]
         return MessageRow(
             index=index,
-            role=role_name(table.role[index]),
-            kind=kind,
-            tokens=tokens,
-            share=tokens / window,
-            running=totals.total(index, step) if inside else 0,
-            flags=", ".join(names),
-            origin=_origin(table, index),
-            tool=table.tools[tool] if tool >= 0 else None,
-            in_context=inside,
+            role=facts.role,
+            kind=facts.kind,
+            tokens=facts.tokens,
+            share=facts.tokens / window,
+            running=facts.running,
+            flags=", ".join(facts.flags),
+            origin=facts.origin,
+            tool=facts.tool,
+            in_context=facts.in_context,
         )
 
     def event_indices(self) -> array[int]:
@@ -427,20 +414,6 @@ class SessionState:
         if self.what_if:
             header["what_if"] = self.what_if
         return export_events(path, self.session.events(), header_extra=header)
-
-
-_FLAG_NAMES = (
-    (int(Flag.PRUNED), "pruned"),
-    (int(Flag.DROPPED), "dropped"),
-    (int(Flag.TRUNCATED), "truncated"),
-    (int(Flag.REMOVED), "removed"),
-)
-
-
-def _origin(table: Any, index: int) -> str:
-    if table.reported[index] >= 0:
-        return "reported"
-    return "exact" if table.exact[index] >= 0 else "estimated"
 
 
 def _topic(event: Event) -> str:

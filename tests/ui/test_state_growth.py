@@ -11,6 +11,7 @@ import pytest
 
 from ctx_inspect.app.config import build_profile
 from ctx_inspect.app.loader import LoadedSession, counter_for, new_session
+from ctx_inspect.core import running_totals as totals_module
 from ctx_inspect.core.model import (
     Compacted,
     ContextReset,
@@ -29,12 +30,11 @@ from ctx_inspect.core.model import (
     UsageReported,
 )
 from ctx_inspect.core.profiles import profile_names
+from ctx_inspect.core.running_totals import RunningTotals, best_tokens
 from ctx_inspect.core.session import Session
 from ctx_inspect.core.window import Zone
 from ctx_inspect.formats.registry import FormatSpec
-from ctx_inspect.ui import totals as totals_module
 from ctx_inspect.ui.state import SessionState, _ZoneOf
-from ctx_inspect.ui.totals import RunningTotals, best_tokens
 from ctx_inspect.ui.widgets.timeline_points import TimelinePoint
 
 

@@ -1,5 +1,5 @@
-"""Running totals of the tokens in context, message by message, at any step: the messages view's
-"running" column, for sessions of millions of messages that keep growing while they are read.
+"""Running totals of the tokens in context, message by message, at any step (a viewer's
+"running" column), for sessions of millions of messages that keep growing while they are read.
 
 Nothing is kept per message beyond a small array of the messages still in context. Messages are
 grouped in blocks of ``BLOCK``: per block, the tokens of its messages that can be in context
@@ -10,6 +10,7 @@ cached per step) plus a walk within its block (cached for a few blocks).
 While the session only grows, an update looks at the new messages only, and at the messages
 still in context when a compaction or a reset was appended (that is when messages leave). What
 happened at a step that is over never changes: messages enter at the open step and leave at it.
+Viewers ask through ``core.session_query``.
 """
 
 from __future__ import annotations
