@@ -217,14 +217,14 @@ async def measure_million(messages: int) -> dict[str, float]:
     refreshes: list[float] = []
     async with app.run_test(size=(140, 44)) as pilot:
         screen = app.screen
-        refresh = screen.refresh_from_state
+        refresh = screen.sync
 
         def timed_refresh() -> None:
             t0 = time.perf_counter()
             refresh()
             refreshes.append(time.perf_counter() - t0)
 
-        screen.refresh_from_state = timed_refresh  # type: ignore[method-assign]
+        screen.sync = timed_refresh  # type: ignore[method-assign]
         timeline = screen.query_one(TimelineView)
         while not timeline.points:
             await asyncio.sleep(0.005)

@@ -36,7 +36,14 @@ from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ctx_inspect.app.loader import counter_for
+from ctx_inspect.app.loader import (
+    LoadedSession,
+    ProfileFactory,
+    calibrate,
+    counter_for,
+    follow_format,
+    profile_spec,
+)
 from ctx_inspect.core.model import Event, Marker, Message, SourceSpan
 from ctx_inspect.core.profiles import Profile
 from ctx_inspect.core.session import Session
@@ -585,3 +592,37 @@ def _let_go(live: LiveSource) -> None:
     which stays until the process ends (the session outlives the following)."""
     live.close()
     live.follower = None
+
+
+# -- the dashboard's input -----------------------------------------------------------------------
+
+
+async def follow_input(
+    path: Path,
+    profile_for: ProfileFactory,
+    *,
+    format_name: str | None = None,
+    stop: threading.Event | None = None,
+) -> AsyncGenerator[tuple[LoadedSession, LiveUpdate], None]:
+    """Follow the input ``path`` with what goes around it (``--follow`` in the dashboard): its
+    format (named, or detected on its first bytes: ``follow_format``), the profile
+    ``profile_for`` picks for it, then with every update (``follow_session``) one
+    ``LoadedSession`` whose session is the current one and whose profile is calibrated to what
+    the input shows (its window, once it says). ``stop`` ends a wait for a stream's first bytes.
+    """
+    spec, spool = await asyncio.to_thread(follow_format, path, format_name, stop)
+    source = spool.path if spool is not None else path
+    profile = profile_for(await asyncio.to_thread(profile_spec, source, spec))
+    counter = counter_for(profile)
+    loaded: LoadedSession | None = None
+    updates = follow_session(path, spec, profile, counter=counter, spool=spool)
+    async with contextlib.aclosing(updates):
+        async for update in updates:
+            if loaded is None:
+                loaded = LoadedSession(
+                    update.session, path, spec, profile, counter, None, paths=[path]
+                )
+            loaded.session = update.session
+            if update.session.info.get("context_window"):
+                loaded.profile = calibrate(profile, update.session)
+            yield loaded, update

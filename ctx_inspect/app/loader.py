@@ -7,7 +7,9 @@ give several sessions (a project folder, a database of many sessions, sub-agent 
 
 from __future__ import annotations
 
+import itertools
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
@@ -19,6 +21,7 @@ from ctx_inspect.core.model import (
     GuardEvaluated,
     LogLine,
     Message,
+    MessageAdded,
     ParseIssue,
     Part,
     PartType,
@@ -31,7 +34,7 @@ from ctx_inspect.core.profiles import Profile, make_profile
 from ctx_inspect.core.session import MAIN_THREAD, Session
 from ctx_inspect.core.tokens import ENCODINGS, TokenCounter, encoding_for_model, get_counter
 from ctx_inspect.errors import ConfigError, InputError
-from ctx_inspect.formats.base import Parser, read_file
+from ctx_inspect.formats.base import Item, Parser, read_file
 from ctx_inspect.formats.registry import (
     BINARY_SAMPLE,
     HEAD_BYTES,
@@ -75,6 +78,19 @@ class LoadedSession:
     def name(self) -> str:
         shown = stream.display_name(self.path)
         return f"{shown}#{self.label}" if self.label else shown
+
+
+@dataclass(frozen=True)
+class Progress:
+    """How a session that is shown while it is read (the dashboard's) is handed over: ``opened``
+    gets it before a byte is read, then ``grow`` gets each batch of what was read for
+    ``batch_seconds``, with the batch's exact counts (counted in the reading thread; None when
+    the counter is not exact), to append to the session in the thread that shows it. Once read,
+    the session is given like any other (``iter_inputs``)."""
+
+    opened: Callable[[LoadedSession], None]
+    grow: Callable[[LoadedSession, list[Item], list[int] | None], None]
+    batch_seconds: float = 0.1
 
 
 def collector_paused(*, collect: bool = False) -> AbstractContextManager[None]:
@@ -131,8 +147,11 @@ def follow_format(
     path: Path, format_name: str | None, stop: threading.Event | None = None
 ) -> tuple[FormatSpec, stream.Spool | None]:
     """The format of an input about to be followed, and for a stream the spool it is read
-    through (its format detected on its first lines; following reads the rest as it comes)."""
+    through (its format detected on its first lines; following reads the rest as it comes).
+    A file that does not exist yet is waited for when its format is named."""
     if not stream.is_stream(path):
+        if format_name and not path.exists():
+            return get_format(format_name), None
         return resolve_format(path, format_name), None
     spool = stream.open_spool(path)
     try:
@@ -225,11 +244,16 @@ def load_session(
     tokenize: bool = True,
     parallel: bool | None = None,
     name: str | None = None,
+    input_path: Path | None = None,
+    progress: Progress | None = None,
 ) -> LoadedSession:
     """Read a whole saved stream input into a new session. ``parallel``: read on two cores
     when no bodies are needed (``formats.base.read_file``; None: by the file's size).
     ``name``: how the input is named in the session and its parse issues (default: ``path``;
-    a spooled stream is read from its private file but named as the user named it)."""
+    a spooled stream is read from its private file but named as the user named it), and
+    ``input_path`` the input as the user gave it. With ``progress``, the session is handed over
+    before it is read and grows batch by batch (``Progress``): no tokenizer is loaded before it
+    is shown, the exact counts come with the batches."""
     counter = counter or counter_for(profile)
     shown = name or str(path)
     parser = format_spec.make_parser(0, shown)
@@ -237,18 +261,29 @@ def load_session(
     def read_back(span: SourceSpan) -> list[Message]:
         return parser.messages_at(read_span(path, span.offset, span.length), span)
 
+    if progress is not None:
+        count_exact = tokenize = False  # counted as it is read, in ``_read_shown``
     session = new_session(
         profile, counter, count_exact=count_exact, body_reader=read_back, tokenize=tokenize
     )
     session.add_source(shown, format_spec.name)
-    # Counting exactly needs the texts; else the session keeps columns and estimates from the
-    # text's length, or takes the reader's own figure of the profile's rule: no message needs
-    # its body.
-    parser.entry_estimates = (
-        parser.entry_estimate_rule == profile.estimator and not profile.uses_counter()
-    )
-    bodies = session.count_exact or (session.estimate_chars is None and not parser.entry_estimates)
+    given = input_path or path
+    loaded = LoadedSession(session, given, format_spec, profile, counter, parser, paths=[given])
     try:
+        if progress is not None:
+            with collector_paused(collect=True):  # kept open: collect what reading made
+                _read_shown(loaded, path, progress)
+            session.tokenized = True
+            return loaded
+        # Counting exactly needs the texts; else the session keeps columns and estimates from
+        # the text's length, or takes the reader's own figure of the profile's rule: no message
+        # needs its body.
+        parser.entry_estimates = (
+            parser.entry_estimate_rule == profile.estimator and not profile.uses_counter()
+        )
+        bodies = session.count_exact or (
+            session.estimate_chars is None and not parser.entry_estimates
+        )
         with collector_paused():
             for events in read_file(parser, path, bodies=bodies, parallel=parallel):
                 if events:
@@ -256,7 +291,28 @@ def load_session(
             session.append(parser.finish())
     except OSError as exc:
         raise InputError("cannot read file", f"{shown}: {exc.strerror or exc}") from None
-    return LoadedSession(session, path, format_spec, profile, counter, parser, paths=[path])
+    return loaded
+
+
+def _read_shown(loaded: LoadedSession, path: Path, progress: Progress) -> None:
+    """Hand ``loaded`` over, then what is read of ``path`` batch by batch (``Progress``)."""
+    parser, counter = loaded.parser, loaded.counter
+    assert parser is not None
+    exact = counter.info.exact
+    progress.opened(loaded)
+    pending: list[Item] = []
+    last = time.monotonic()
+    for batch in itertools.chain(read_file(parser, path, parallel=False), [None]):
+        pending.extend(parser.finish() if batch is None else batch)
+        if batch is not None and time.monotonic() - last < progress.batch_seconds:
+            continue
+        counts = None
+        if exact:
+            texts = [e.message.text for e in pending if isinstance(e, MessageAdded)]
+            counts = counter.count_batch(texts)
+        progress.grow(loaded, pending, counts)
+        pending = []
+        last = time.monotonic()
 
 
 def profile_spec(path: Path, spec: FormatSpec) -> FormatSpec:
@@ -381,6 +437,7 @@ def iter_inputs(
     count_exact: bool = True,
     merge: bool = False,
     tokenize: bool = True,
+    progress: Progress | None = None,
 ) -> Iterator[LoadedSession | FailedInput]:
     """Every session the paths hold, one at a time as each is read (a caller that prints and
     drops each one holds one session at a time, however many a folder has).
@@ -388,7 +445,9 @@ def iter_inputs(
     Each session is its own result: an input or a session of a folder that cannot be read
     comes as a ``FailedInput`` (its one-line error) and the others are still read. A folder
     reached twice through symbolic links gives its sessions once. ``--merge`` reads its streams
-    as one session, and raises when one cannot be read."""
+    as one session, and raises when one cannot be read. With ``progress``, a stream file's
+    session is handed over before it is read and grows as it is read (``Progress``); it is then
+    given here once read, and listed even when its main timeline stayed empty."""
     if merge and len(paths) > 1:
         merged = merge_streams(
             paths, profile_for, format_name=format_name, count_exact=count_exact, tokenize=tokenize
@@ -397,7 +456,7 @@ def iter_inputs(
         yield merged
         return
     for path in paths:
-        for item in _iter_one(path, profile_for, format_name, count_exact, tokenize):
+        for item in _iter_one(path, profile_for, format_name, count_exact, tokenize, progress):
             if isinstance(item, LoadedSession):
                 item.profile = calibrate(item.profile, item.session)
             yield item
@@ -409,6 +468,7 @@ def _iter_one(
     format_name: str | None,
     count_exact: bool,
     tokenize: bool = True,
+    progress: Progress | None = None,
 ) -> Iterator[LoadedSession | FailedInput]:
     try:
         spec = resolve_format(path, format_name)
@@ -419,11 +479,11 @@ def _iter_one(
         return
     if files is not None:
         for file in files:
-            yield from _iter_one(file, profile_for, None, count_exact, tokenize)
+            yield from _iter_one(file, profile_for, None, count_exact, tokenize, progress)
         return
     try:
         profile = profile_for(profile_spec(source, spec))
-        yield from _read_one(path, source, spec, profile, count_exact, tokenize)
+        yield from _read_one(path, source, spec, profile, count_exact, tokenize, progress)
     except InputError as exc:
         yield FailedInput(path, exc)
 
@@ -467,6 +527,7 @@ def _read_one(
     profile: Profile,
     count_exact: bool,
     tokenize: bool,
+    progress: Progress | None = None,
 ) -> Iterator[LoadedSession]:
     """The sessions of one input file (``source``: where its bytes are; ``path`` names it),
     one at a time (a file of a conversation per line holds as many as lines)."""
@@ -480,8 +541,10 @@ def _read_one(
             count_exact=count_exact,
             tokenize=tokenize,
             name=stream.display_name(path),
+            input_path=path,
+            progress=progress,
         )
-        out = _with_threads(loaded)
+        out = _with_threads(loaded, shown=progress is not None)
     for loaded in out:
         if source != path:
             loaded.path = path
@@ -489,12 +552,13 @@ def _read_one(
         yield loaded
 
 
-def _with_threads(loaded: LoadedSession) -> Iterator[LoadedSession]:
+def _with_threads(loaded: LoadedSession, *, shown: bool = False) -> Iterator[LoadedSession]:
     """The session and one per sub-thread, each made when reached; a main timeline left empty
-    (every conversation in its own thread, as in an evaluation output) is not listed."""
+    (every conversation in its own thread, as in an evaluation output) is not listed, unless
+    it was ``shown`` while it was read."""
     subs = iter_threads(loaded)
     first = next(subs, None)
-    if first is None or _has_main_content(loaded.session):
+    if first is None or shown or _has_main_content(loaded.session):
         yield loaded
     if first is not None:
         yield first

@@ -3,8 +3,8 @@ preview at the cursor in a thread; the result opens the diff."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on, work
@@ -17,14 +17,11 @@ from textual.widgets import Button, Label, LoadingIndicator, RadioButton, RadioS
 from textual.worker import Worker, WorkerState
 
 from ctx_inspect.core.diff import ActionDiff
-from ctx_inspect.core.policies.base import Action, ContextItem, PolicyResult
+from ctx_inspect.core.policies.base import Action, ContextItem, PolicyResult, Summarizer
 from ctx_inspect.core.profiles import Profile, make_profile, profile_names
 from ctx_inspect.errors import ConfigError, InspectorError
 from ctx_inspect.ui import plain
 from ctx_inspect.ui.state import SessionState
-
-if TYPE_CHECKING:
-    from ctx_inspect.ui.app import InspectorApp
 
 ACTIONS = (Action.PRUNE, Action.COMPACT, Action.TRUNCATE)
 
@@ -66,7 +63,8 @@ def error_text(error: BaseException | None) -> str:
 
 
 class ActionPicker(ModalScreen["Preview | None"]):
-    """The action and the profile whose policy acts; enter computes the preview."""
+    """The action and the profile whose policy acts; enter computes the preview (with the
+    summarizer ``summarizer`` makes)."""
 
     DEFAULT_CSS = """
     ActionPicker {
@@ -93,9 +91,12 @@ class ActionPicker(ModalScreen["Preview | None"]):
         Binding("enter", "preview", "Preview", priority=True),
     ]
 
-    def __init__(self, state: SessionState, action: str = "prune") -> None:
+    def __init__(
+        self, state: SessionState, summarizer: Callable[[], Summarizer], action: str = "prune"
+    ) -> None:
         super().__init__()
         self.state = state
+        self.summarizer = summarizer
         self.action = Action(action)
         self.step = state.step() or 1
         self.busy = False
@@ -167,12 +168,10 @@ class ActionPicker(ModalScreen["Preview | None"]):
 
     @work(thread=True, exclusive=True, group="preview", exit_on_error=False)
     def compute(self, action: Action, profile_name: str) -> None:
-        app: InspectorApp = self.app  # type: ignore[assignment]
         profile = policy_profile(self.state, profile_name)
-        summarizer = app.summarizer()
-        items, result, diff = self.state.preview(action, profile, summarizer, self.step)
+        items, result, diff = self.state.preview(action, profile, self.summarizer(), self.step)
         preview = Preview(self.state, self.step, action, profile, items, result, diff)
-        app.call_from_thread(self._computed, preview)
+        self.app.call_from_thread(self._computed, preview)
 
     def _computed(self, preview: Preview) -> None:
         self.busy = False

@@ -6,20 +6,26 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
+from textual.reactive import reactive
 from textual.timer import Timer
 from textual.widgets import Static
 
+from ctx_inspect.core.counters import Counters
 from ctx_inspect.ui.screens.base import SessionScreen
 from ctx_inspect.ui.state import SessionState
 from ctx_inspect.ui.widgets.counters_panel import CountersPanel
 from ctx_inspect.ui.widgets.timeline_view import TimelineView
-from ctx_inspect.ui.widgets.zone_gauge import ZoneGauge
+from ctx_inspect.ui.widgets.zone_gauge import GaugeReading, ZoneGauge
 
 MARKER_KINDS = ("compaction", "final_turn", "dropped", "prune", "reset", "rejected")
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)  # steps per second
 
 
 class DashboardScreen(SessionScreen):
+    """The gauge and the counters of the cursor's step (bound to ``gauge`` and ``counters``,
+    made from the session at ``step``), the timeline (its cursor bound to ``step``), and the
+    replay that moves the cursor on by itself."""
+
     BINDINGS = [
         Binding("comma", "step(-1)", "Step back"),
         Binding("full_stop", "step(1)", "Step on"),
@@ -33,35 +39,67 @@ class DashboardScreen(SessionScreen):
         Binding("g", "live_end", "Live end", show=False),
     ]
 
+    gauge: reactive[GaugeReading] = reactive(GaugeReading, init=False)
+    counters: reactive[Counters | None] = reactive(None, init=False)
+    marker_kind: reactive[str] = reactive(MARKER_KINDS[0], init=False)
+    speed_index: reactive[int] = reactive(2, init=False)
+    playing: reactive[bool] = reactive(False, init=False)
+
     def __init__(self) -> None:
         super().__init__()
-        self.marker_kind = MARKER_KINDS[0]
-        self.speed_index = 2
         self._player: Timer | None = None
+        self._shown_at: tuple[tuple[int, int], int | None] | None = None  # (revision, step)
 
     def compose_body(self) -> ComposeResult:
-        yield ZoneGauge(id="gauge")
+        yield ZoneGauge(id="gauge").data_bind(reading=DashboardScreen.gauge)
         with Horizontal(id="panels"):
-            yield CountersPanel(id="counters")
+            yield CountersPanel(id="counters").data_bind(DashboardScreen.counters)
             yield Static(id="step-info")
-        yield TimelineView(id="timeline")
+        yield TimelineView(id="timeline").data_bind(cursor=DashboardScreen.step)
 
     def on_screen_resume(self) -> None:
         super().on_screen_resume()
         self.query_one(TimelineView).focus()
 
-    def refresh_body(self, state: SessionState) -> None:
-        step = state.step()
-        gauge = state.gauge(step)
-        self.query_one(ZoneGauge).update_gauge(**gauge)
-        self.query_one(CountersPanel).update_counters(state.counters(step))
-        timeline = self.query_one(TimelineView)
-        points = state.points()
-        timeline.set_points(
-            points, window=gauge["window"], warning=gauge["warning"], threshold=gauge["threshold"]
+    # -- values from the session -----------------------------------------------------------
+
+    def show_revision(self, state: SessionState) -> None:
+        profile = state.profile
+        self.query_one(TimelineView).set_points(
+            state.points(),
+            window=profile.context_window,
+            warning=profile.warning_threshold(),
+            threshold=profile.threshold(),
         )
-        timeline.cursor = step
-        self.query_one("#step-info", Static).update(self._step_info(state, step))
+        self._show_step(state)
+
+    def watch_step(self) -> None:
+        if self.shown is not None:
+            self._show_step(self.shown)
+
+    def _show_step(self, state: SessionState) -> None:
+        """The values of the cursor's step (once per revision and step)."""
+        step = state.step()
+        if self._shown_at == (self.revision, step):
+            return
+        self._shown_at = (self.revision, step)
+        self.gauge = GaugeReading(**state.gauge(step))
+        self.counters = state.counters(step)
+        self._show_step_info()
+
+    def watch_marker_kind(self) -> None:
+        self._show_step_info()
+
+    def watch_speed_index(self) -> None:
+        self._show_step_info()
+
+    def watch_playing(self) -> None:
+        self._show_step_info()
+
+    def _show_step_info(self) -> None:
+        state = self.shown
+        if state is not None:
+            self.query_one("#step-info", Static).update(self._step_info(state, state.step()))
 
     def _step_info(self, state: SessionState, step: int | None) -> Text:
         text = Text()
@@ -92,7 +130,7 @@ class DashboardScreen(SessionScreen):
                 events.append("forced final turn")
             if events:
                 text.append("\n" + ", ".join(events))
-        playing = "playing" if self._player is not None else "paused"
+        playing = "playing" if self.playing else "paused"
         text.append(f"\n\nevent kind for < >: {self.marker_kind.replace('_', ' ')} (k)")
         text.append(f"\nreplay: {playing} at {SPEEDS[self.speed_index]:g} steps/s (space, + -)")
         return text
@@ -100,23 +138,13 @@ class DashboardScreen(SessionScreen):
     # -- the cursor ------------------------------------------------------------------------
 
     def on_timeline_view_cursor_moved(self, message: TimelineView.CursorMoved) -> None:
-        state = self.inspector.state
-        if state is not None:
-            state.move(message.step)
-            self.inspector.changed()
-
-    def _move_to(self, step: int | None) -> None:
-        state = self.inspector.state
-        if state is None:
-            return
-        state.move(step)
-        self.inspector.changed()
+        self.move_cursor(message.step)
 
     def action_step(self, delta: int) -> None:
-        state = self.inspector.state
+        state = self.shown
         current = state.step() if state is not None else None
         if current is not None:
-            self._move_to(max(1, current + delta))
+            self.move_cursor(max(1, current + delta))
 
     def action_marker(self, direction: int) -> None:
         found = self.query_one(TimelineView).next_marker(self.marker_kind, direction)
@@ -127,49 +155,47 @@ class DashboardScreen(SessionScreen):
                 timeout=2,
             )
             return
-        self._move_to(found)
+        self.move_cursor(found)
 
     def action_cycle_kind(self) -> None:
         index = MARKER_KINDS.index(self.marker_kind)
         self.marker_kind = MARKER_KINDS[(index + 1) % len(MARKER_KINDS)]
-        self.inspector.changed()
 
     def action_live_end(self) -> None:
-        self._move_to(None)
+        self.move_cursor(None)
+
+    # -- the replay: the cursor moves on by itself -----------------------------------------
 
     def action_speed(self, delta: int) -> None:
         self.speed_index = max(0, min(len(SPEEDS) - 1, self.speed_index + delta))
         if self._player is not None:
             self._stop()
             self._start()
-        self.inspector.changed()
 
     def action_play(self) -> None:
         if self._player is not None:
             self._stop()
-        else:
-            state = self.inspector.state
-            if state is not None and state.step() == state.step_count():
-                self._move_to(1)  # at the end: play from the start
-            self._start()
-        self.inspector.changed()
+            return
+        state = self.shown
+        if state is not None and state.step() == state.step_count():
+            self.move_cursor(1)  # at the end: play from the start
+        self._start()
 
     def _start(self) -> None:
         self._player = self.set_interval(1 / SPEEDS[self.speed_index], self._tick)
+        self.playing = True
 
     def _stop(self) -> None:
         if self._player is not None:
             self._player.stop()
             self._player = None
+        self.playing = False
 
     def _tick(self) -> None:
-        state = self.inspector.state
-        if state is None:
+        """One step on (a tick missed while the screen was busy is skipped, not queued)."""
+        state = self.shown
+        current = (state.step() or 0) if state is not None else 0
+        if state is None or current >= state.step_count():
             self._stop()
             return
-        current = state.step() or 0
-        if current >= state.step_count():
-            self._stop()
-            self.inspector.changed()
-            return
-        self._move_to(current + 1)
+        self.move_cursor(current + 1)

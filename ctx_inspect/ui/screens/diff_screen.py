@@ -4,8 +4,8 @@ branch or discard it. Also the export dialog (the session shown, branch included
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from rich.style import Style
 from rich.text import Text
@@ -19,14 +19,11 @@ from textual.worker import Worker, WorkerState
 
 from ctx_inspect.core.diff import MessageDiff
 from ctx_inspect.core.facts import FactKind
-from ctx_inspect.core.policies.base import ItemStatus
+from ctx_inspect.core.policies.base import ItemStatus, Summarizer
 from ctx_inspect.ui import plain
 from ctx_inspect.ui.screens.action_picker import Preview, error_text
 from ctx_inspect.ui.state import SessionState, WhatIf
 from ctx_inspect.ui.widgets.zone_gauge import rich_color
-
-if TYPE_CHECKING:
-    from ctx_inspect.ui.app import InspectorApp
 
 PREVIEW_LINES = 400  # lines of a removed or added message shown in the text panel
 LOST_SHOWN = 50
@@ -55,7 +52,9 @@ _GONE = {ItemStatus.SUMMARIZED, ItemStatus.DROPPED, ItemStatus.ARCHIVED}
 
 
 class DiffScreen(ModalScreen[bool]):
-    """What the action would change: every message before and after, totals, what survived."""
+    """What the action would change: every message before and after, totals, what survived.
+    Applying it replays the rest of the session (with the summarizer ``summarizer`` makes) and
+    dismisses the screen with True once the branch is shown."""
 
     DEFAULT_CSS = """
     DiffScreen {
@@ -85,9 +84,10 @@ class DiffScreen(ModalScreen[bool]):
         Binding("escape", "discard", "Discard", show=False),
     ]
 
-    def __init__(self, preview: Preview) -> None:
+    def __init__(self, preview: Preview, summarizer: Callable[[], Summarizer]) -> None:
         super().__init__()
         self.preview = preview
+        self.summarizer = summarizer
         self.diff = preview.diff
         self._before = {item.id: item for item in preview.items}
         self._after = {item.id: item for item in preview.result.items}
@@ -281,9 +281,8 @@ class DiffScreen(ModalScreen[bool]):
 
     @work(thread=True, exclusive=True, group="apply", exit_on_error=False)
     def make_branch(self, p: Preview) -> None:
-        app: InspectorApp = self.app  # type: ignore[assignment]
-        branch = p.state.branch_for(p.result, p.step, p.profile, app.summarizer())
-        app.call_from_thread(self._made, p.state, branch)
+        branch = p.state.branch_for(p.result, p.step, p.profile, self.summarizer())
+        self.app.call_from_thread(self._made, p.state, branch)
 
     def _made(self, state: SessionState, branch: WhatIf) -> None:
         self.applying = False
@@ -292,8 +291,6 @@ class DiffScreen(ModalScreen[bool]):
             f"{branch.label}; u undoes it, E exports it", title="what-if applied", timeout=5
         )
         self.dismiss(True)
-        app: InspectorApp = self.app  # type: ignore[assignment]
-        app.changed()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.group == "apply" and event.state is WorkerState.ERROR:
@@ -318,13 +315,6 @@ def default_export_path(state: SessionState) -> str:
     return f"./{safe}-whatif.jsonl"
 
 
-def input_paths(app: InspectorApp, state: SessionState) -> list[Path]:
-    paths = [state.loaded.path, *state.loaded.paths, *app.request.paths]
-    for other in app.states:
-        paths.extend([other.loaded.path, *other.loaded.paths])
-    return paths
-
-
 def refuses(target: Path, inputs: list[Path]) -> Path | None:
     """The input ``target`` would overwrite (the same file, by name or through a link)."""
     resolved = target.expanduser().resolve()
@@ -338,7 +328,8 @@ def refuses(target: Path, inputs: list[Path]) -> Path | None:
 
 
 class ExportScreen(ModalScreen[int | None]):
-    """Where to write the session shown (its what-if branch included), in the native format."""
+    """Where to write the session shown (its what-if branch included), in the native format;
+    never over one of ``inputs`` (the files read to open the sessions)."""
 
     DEFAULT_CSS = """
     ExportScreen {
@@ -357,9 +348,10 @@ class ExportScreen(ModalScreen[int | None]):
     """
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
-    def __init__(self, state: SessionState) -> None:
+    def __init__(self, state: SessionState, inputs: list[Path]) -> None:
         super().__init__()
         self.state = state
+        self.inputs = inputs
 
     def compose(self) -> ComposeResult:
         what = self.state.what_if or "the session as read (no what-if branch)"
@@ -384,8 +376,7 @@ class ExportScreen(ModalScreen[int | None]):
             error.update("give a file path")
             return
         target = Path(raw).expanduser()
-        app: InspectorApp = self.app  # type: ignore[assignment]
-        clash = refuses(target, input_paths(app, self.state))
+        clash = refuses(target, self.inputs)
         if clash is not None:
             error.update(Text(f"refused: {plain.one_line(str(clash), 200)} is an input file"))
             return

@@ -26,9 +26,8 @@ class EventsScreen(SessionScreen):
         yield EventsView(id="events")
         yield MessageDetail(id="payload")
 
-    def refresh_body(self, state: SessionState) -> None:
+    def show_revision(self, state: SessionState) -> None:
         indices = state.event_indices()
-
         self.query_one(EventsView).set_source(
             len(indices), state.event_row, version=state.version * 1000 + len(state.branches)
         )
@@ -47,7 +46,7 @@ class EventsScreen(SessionScreen):
         self.query_one(EventsView).set_filter(event.value)
 
     def on_events_view_row_highlighted(self, message: EventsView.RowHighlighted) -> None:
-        state = self.inspector.state
+        state = self.shown
         if state is None:
             return
         event = state.session.event(message.index)

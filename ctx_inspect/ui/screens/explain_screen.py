@@ -3,7 +3,7 @@ happened, and which single setting would have avoided it (enter on one: tune wit
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.style import Style
 from rich.text import Text
@@ -22,9 +22,6 @@ from ctx_inspect.ui.screens.base import SessionScreen
 from ctx_inspect.ui.state import SessionState
 from ctx_inspect.ui.widgets.counters_panel import CountersPanel
 from ctx_inspect.ui.widgets.zone_gauge import rich_color
-
-if TYPE_CHECKING:
-    from ctx_inspect.ui.app import InspectorApp
 
 EVENT_NAMES = {
     "final_turn": "forced final turn",
@@ -115,12 +112,17 @@ class ExplainScreen(SessionScreen):
 
     # -- computing -------------------------------------------------------------------------
 
-    def refresh_body(self, state: SessionState) -> None:
+    def show_revision(self, state: SessionState) -> None:
         key = (id(state), len(state.branches))
         if key != self._key:
             self._key = key
             self._start(state)
-        elif self.explanations is not None and state.step() != self._step:
+        else:
+            self.watch_step()
+
+    def watch_step(self) -> None:
+        state = self.shown
+        if state is not None and self.explanations is not None and state.step() != self._step:
             self._choose(state)
 
     def _start(self, state: SessionState) -> None:
@@ -134,9 +136,9 @@ class ExplainScreen(SessionScreen):
     def explain(self, state: SessionState) -> None:
         from ctx_inspect.app.loader import estimator_for
 
-        app: InspectorApp = self.app  # type: ignore[assignment]
+        app = self.app
         worker = get_current_worker()
-        summarizer = app.summarizer()
+        summarizer = self.sessions.summarizer()
         for search in (False, True):
             explainer = Explainer(
                 state.session,
@@ -301,14 +303,14 @@ class ExplainScreen(SessionScreen):
         self.dismiss()
 
     def action_entry(self, delta: int) -> None:
-        state = self.inspector.state
+        state = self.shown
         if state is None or len(self.entries) < 2:
             return
         self.index = (self.index + delta) % len(self.entries)
         self._show(state, self.entries[self.index])
 
     def action_rerun(self) -> None:
-        state = self.inspector.state
+        state = self.shown
         if state is not None:
             self._key = (id(state), len(state.branches))
             self._start(state)

@@ -24,19 +24,32 @@ class MessagesScreen(SessionScreen):
         super().__init__()
         self._pending: Timer | None = None  # the content is to follow the cursor
         self._shown: tuple[object, int, str] | None = None  # (session, index, header) shown
+        self._rows_at: tuple[tuple[int, int], int | None] | None = None  # (revision, step)
 
     def compose_body(self) -> ComposeResult:
         yield MessagesView(id="messages")
         yield MessageDetail(id="detail")
 
-    def refresh_body(self, state: SessionState) -> None:
+    def show_revision(self, state: SessionState) -> None:
+        self._show_rows(state)
+
+    def watch_step(self) -> None:
+        if self.shown is not None:
+            self._show_rows(self.shown)
+
+    def _show_rows(self, state: SessionState) -> None:
+        """The rows as they are at the cursor's step (their running totals and in-context
+        flags depend on it), once per revision and step."""
+        step = state.step()
+        if self._rows_at == (self.revision, step):
+            return
+        self._rows_at = (self.revision, step)
         view = self.query_one(MessagesView)
         view.follow_tail = state.follow is not None and state.cursor is None
-
         view.set_source(
             state.session.message_count,
             state.row,
-            version=state.version * 1000 + len(state.branches) * 7 + (state.step() or 0),
+            version=state.version * 1000 + len(state.branches) * 7 + (step or 0),
         )
         if self._pending is None:
             self._show(state, view.cursor)
@@ -53,7 +66,7 @@ class MessagesScreen(SessionScreen):
 
     def _follow_cursor(self) -> None:
         self._pending = None
-        state = self.inspector.state
+        state = self.shown
         index = self.query_one(MessagesView).cursor_index
         if state is not None and index is not None:
             self._show(state, index)

@@ -48,7 +48,7 @@ from ctx_inspect.ui.widgets.zone_gauge import rich_color
 
 if TYPE_CHECKING:
     from ctx_inspect.app.sweeper import SweepInput
-    from ctx_inspect.ui.app import InspectorApp
+    from ctx_inspect.ui.open_sessions import OpenSessions
 
 FLUSH_SECONDS = 0.1
 FORM_HELP = (
@@ -145,7 +145,7 @@ class TuneScreen(SessionScreen):
     # -- layout ----------------------------------------------------------------------------
 
     def compose_body(self) -> ComposeResult:
-        self.state = self.inspector.state
+        self.state = self.sessions.shown
         profile = self.state.profile if self.state is not None else None
         self.settings = settings_of(profile) if profile is not None else []
         with Horizontal(id="tune"):
@@ -184,7 +184,7 @@ class TuneScreen(SessionScreen):
             self.query_one(f"#set-{name}", Input).focus()
         self.action_rerun()  # the curves at once (the same curve twice until a change)
 
-    def refresh_body(self, state: SessionState) -> None:
+    def watch_shown(self, state: SessionState | None) -> None:
         if state is not self.state:
             name = plain.one_line(self.state.name) if self.state else "-"
             self.query_one("#tune-status", Static).update(Text(f"tuning {name} (opened from it)"))
@@ -273,12 +273,12 @@ class TuneScreen(SessionScreen):
     def run_replays(self, state: SessionState, tuned: Profile) -> None:
         from ctx_inspect.app.commands import replay_read
 
-        app: InspectorApp = self.app  # type: ignore[assignment]
+        app = self.app
         worker = get_current_worker()
-        summarizer = app.summarizer()
+        summarizer = self.sessions.summarizer()
         key = (id(state), len(state.branches), state.version)
         if self._read_key != key or self._read is None:
-            self._read = replay_input(app, state)
+            self._read = replay_input(self.sessions, state)
             self._read_key = key
         session, read_with = self._read
         original = self.original if self._original_key == key else None
@@ -380,16 +380,16 @@ class TuneScreen(SessionScreen):
         self.query_one("#sweep").add_class("shown")
         self.query_one("#sweep-progress", ProgressBar).update(total=len(combinations), progress=0)
         self._count()
-        spec = sweep_input(self.inspector, self.state, self.tuned)
+        spec = sweep_input(self.sessions, self.state, self.tuned)
         self.run_sweep(spec, combinations)
 
     @work(thread=True, exclusive=True, group="sweep", exit_on_error=False)
     def run_sweep(self, spec: SweepInput, combinations: list[dict[str, Any]]) -> None:
         from ctx_inspect.app.sweeper import run_sweep
 
-        app: InspectorApp = self.app  # type: ignore[assignment]
+        app = self.app
         worker = get_current_worker()
-        summarizer = app.summarizer()
+        summarizer = self.sessions.summarizer()
         batch: list[SweepRow] = []
         last = monotonic()
 
@@ -488,7 +488,7 @@ def _cell(value: Any, column: str) -> Text:
     return Text(plain.one_line(str(value), 80))
 
 
-def replay_input(app: InspectorApp, state: SessionState) -> tuple[Session, Profile]:
+def replay_input(sessions: OpenSessions, state: SessionState) -> tuple[Session, Profile]:
     """The session the tune screen replays, read as ``replay`` reads it (the file again, with
     the profile's estimator and the exact counts ``stats`` makes), so that both show the same
     figures; a what-if branch is replayed as it is (it was made with the profile's estimator).
@@ -498,20 +498,20 @@ def replay_input(app: InspectorApp, state: SessionState) -> tuple[Session, Profi
 
     if state.branches:
         return state.session, state.profile
-    spec = sweep_input(app, state, state.profile)
+    spec = sweep_input(sessions, state, state.profile)
     return load_for_sweep(replace(spec, paths=tuple(spooled(p) for p in spec.paths)))
 
 
-def sweep_input(app: InspectorApp, state: SessionState, profile: Profile) -> SweepInput:
+def sweep_input(sessions: OpenSessions, state: SessionState, profile: Profile) -> SweepInput:
     """How a sweep worker reads this session by itself, with ``profile``'s settings."""
     from ctx_inspect.app.sweeper import SweepInput
 
-    request = app.request
+    request = sessions.request
     loaded = state.loaded
     if request.merge and len(request.paths) > 1:
         paths, index, format_name = tuple(request.paths), 0, request.format_name
     else:
-        same = [s for s in app.states if s.loaded.path == loaded.path]
+        same = sessions.same_input(state)
         paths = (loaded.path,)
         index = same.index(state) if state in same else 0
         format_name = loaded.format.name

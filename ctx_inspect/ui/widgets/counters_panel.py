@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.color import Color as RichColor
 from rich.style import Style
 from rich.text import Text
+from textual.reactive import reactive
 from textual.widget import Widget
 
 from ctx_inspect.core.counters import Counters
@@ -38,19 +39,15 @@ class CountersPanel(Widget):
     }
     """
 
-    def __init__(
-        self, *, name: str | None = None, id: str | None = None, classes: str | None = None
-    ) -> None:
-        super().__init__(name=name, id=id, classes=classes)
-        self.counters: Counters | None = None
+    counters: reactive[Counters | None] = reactive(None, layout=True)
+    """The counters shown (None: no request yet)."""
 
     def on_mount(self) -> None:
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self.refresh())
 
     def update_counters(self, counters: Counters | None) -> None:
-        """Show ``counters`` (None: no request yet) and repaint."""
+        """Show ``counters`` (None: no request yet)."""
         self.counters = counters
-        self.refresh(layout=True)
 
     def _values(self, counters: Counters) -> list[tuple[str, int, str, RichColor | None]]:
         values = {

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 from textual.geometry import Size
+from textual.reactive import reactive
 from textual.widget import Widget
 
 from ctx_inspect.safe_text import visible
@@ -38,6 +41,22 @@ def shorten_left(text: str, cells: int) -> str:
     return "…" + tail
 
 
+@dataclass(frozen=True)
+class HeaderInfo:
+    """What the header shows: ``follow`` None means a saved file, ``what_if`` labels a branch,
+    ``window_assumed`` says the window is the profile's default, not the agent's."""
+
+    file: str = ""
+    format: str = ""
+    profile: str = ""
+    model: str | None = None
+    window: int = 0
+    tokenizer: str = ""
+    follow: str | None = None
+    what_if: str | None = None
+    window_assumed: bool = False
+
+
 class HeaderBar(Widget):
     """File, format, profile, model, window, tokenizer, follow state and the what-if label."""
 
@@ -51,19 +70,7 @@ class HeaderBar(Widget):
     }
     """
 
-    def __init__(
-        self, *, name: str | None = None, id: str | None = None, classes: str | None = None
-    ) -> None:
-        super().__init__(name=name, id=id, classes=classes)
-        self.file = ""
-        self.format = ""
-        self.profile = ""
-        self.model: str | None = None
-        self.window = 0
-        self.window_assumed = False  # the profile's default: the input does not record it
-        self.tokenizer = ""
-        self.follow: str | None = None
-        self.what_if: str | None = None
+    info: reactive[HeaderInfo] = reactive(HeaderInfo, layout=True)
 
     def on_mount(self) -> None:
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self.refresh())
@@ -81,50 +88,49 @@ class HeaderBar(Widget):
         what_if: str | None = None,
         window_assumed: bool = False,
     ) -> None:
-        """Show these values; ``follow`` None means a saved file, ``what_if`` labels a branch,
-        ``window_assumed`` says the window is the profile's default, not the agent's."""
-        self.file = file
-        self.format = format
-        self.profile = profile
-        self.model = model
-        self.window = window
-        self.window_assumed = window_assumed
-        self.tokenizer = tokenizer
-        self.follow = follow
-        self.what_if = what_if
-        self.refresh(layout=True)
+        """Show these values (``HeaderInfo``)."""
+        self.info = HeaderInfo(
+            file, format, profile, model, window, tokenizer, follow, what_if, window_assumed
+        )
+
+    @property
+    def what_if(self) -> str | None:
+        return self.info.what_if
 
     def _details(self) -> str:
-        window = f"window {self.window:,}" if self.window > 0 else "window unknown"
-        if self.window > 0 and self.window_assumed:
+        info = self.info
+        window = f"window {info.window:,}" if info.window > 0 else "window unknown"
+        if info.window > 0 and info.window_assumed:
             window += " (assumed)"
         fields = [
-            f"format {self.format}",
-            f"profile {self.profile}",
-            f"model {self.model or 'unknown'}",
+            f"format {info.format}",
+            f"profile {info.profile}",
+            f"model {info.model or 'unknown'}",
             window,
-            f"tokenizer {self.tokenizer}",
+            f"tokenizer {info.tokenizer}",
         ]
         return _line(SEP.join(fields))
 
     def _head(self) -> Text:
         head = Text()
-        if self.what_if:
+        what_if = self.info.what_if
+        if what_if:
             accent = rich_color(self, "accent", "warning")
-            head.append_text(badge(f"WHAT-IF {_line(self.what_if)}", accent, self))
+            head.append_text(badge(f"WHAT-IF {_line(what_if)}", accent, self))
             head.append(" ")
         return head
 
     def _follow(self) -> Text:
-        if self.follow is None:
+        follow = self.info.follow
+        if follow is None:
             return Text("saved file", Style(dim=True))
-        names = ("success",) if self.follow == "following" else ("warning", "accent")
-        glyph = "●" if self.follow == "following" else "◌"
-        return Text(f"{glyph} {_line(self.follow)}", Style(color=rich_color(self, *names)))
+        names = ("success",) if follow == "following" else ("warning", "accent")
+        glyph = "●" if follow == "following" else "◌"
+        return Text(f"{glyph} {_line(follow)}", Style(color=rich_color(self, *names)))
 
     def _lines(self, width: int) -> list[Text]:
         head, follow, details = self._head(), self._follow(), self._details()
-        file = _line(self.file)
+        file = _line(self.info.file)
         fixed = head.cell_len + cell_len(SEP) * 2 + follow.cell_len + cell_len(details)
         if fixed + cell_len(file) <= width:
             line = head + Text(file, Style(bold=True)) + SEP + details + SEP + follow

@@ -68,11 +68,15 @@ class TimelineView(ScrollView, can_focus=True):
     ]
 
     class CursorMoved(Message):
-        """The user moved the cursor to ``step``."""
+        """The user moved the cursor to ``step``. One waiting in the queue stands for the ones
+        posted after it (a held arrow key): the last step is what counts."""
 
         def __init__(self, step: int) -> None:
             super().__init__()
             self.step = step
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, TimelineView.CursorMoved)
 
     cursor: reactive[int | None] = reactive[int | None](None)
 

@@ -7,11 +7,14 @@ lacks one of our variables falls back to Textual's standard ones.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from rich.color import Color as RichColor
 from rich.style import Style
 from rich.text import Text
 from textual._context import NoActiveAppError
 from textual.color import Color, ColorParseError
+from textual.reactive import reactive
 from textual.widget import Widget
 
 from ctx_inspect.core.window import Zone
@@ -69,6 +72,20 @@ def badge(label: str, color: RichColor | None, widget: Widget) -> Text:
     return text
 
 
+@dataclass(frozen=True)
+class GaugeReading:
+    """What the gauge shows: used tokens, the window and its marks, the zone, where the figure
+    came from, and the effective limit (ticked when it is not one of the marks)."""
+
+    tokens: int = 0
+    window: int = 0
+    warning: int = 0
+    threshold: int = 0
+    zone: Zone = Zone.SAFE
+    origin: str = ""
+    effective_limit: int | None = None
+
+
 class ZoneGauge(Widget):
     """Used tokens against the window: a text line, a bar with the thresholds marked, a scale."""
 
@@ -80,17 +97,7 @@ class ZoneGauge(Widget):
     }
     """
 
-    def __init__(
-        self, *, name: str | None = None, id: str | None = None, classes: str | None = None
-    ) -> None:
-        super().__init__(name=name, id=id, classes=classes)
-        self.tokens = 0
-        self.window = 0
-        self.warning = 0
-        self.threshold = 0
-        self.zone = Zone.SAFE
-        self.origin = ""
-        self.effective_limit: int | None = None
+    reading: reactive[GaugeReading] = reactive(GaugeReading)
 
     def on_mount(self) -> None:
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self.refresh())
@@ -106,41 +113,38 @@ class ZoneGauge(Widget):
         origin: str,
         effective_limit: int | None = None,
     ) -> None:
-        """Show these values (the owner computes them) and repaint."""
-        self.tokens = tokens
-        self.window = window
-        self.warning = warning
-        self.threshold = threshold
-        self.zone = zone
-        self.origin = origin
-        self.effective_limit = effective_limit
-        self.refresh()
+        """Show these values (the owner computes them: ``GaugeReading``)."""
+        self.reading = GaugeReading(
+            tokens, window, warning, threshold, zone, origin, effective_limit
+        )
 
     @property
     def percent(self) -> float | None:
         """Used share of the window in percent (unclamped), or None when the window is unknown."""
-        return None if self.window <= 0 else self.tokens / self.window * 100
+        r = self.reading
+        return None if r.window <= 0 else r.tokens / r.window * 100
 
     def summary(self, width: int | None = None) -> Text:
         """The text line: zone, tokens / window, percentage, marks, origin; within ``width``
         the separators narrow first, then the limit and the marks are left to the bar."""
-        line = badge(self.zone.value.upper(), zone_color(self, self.zone), self)
+        r = self.reading
+        line = badge(r.zone.value.upper(), zone_color(self, r.zone), self)
         marks: list[Text] = []
-        if self.window <= 0:
-            line.append(f"  {self.tokens:,} tokens")
+        if r.window <= 0:
+            line.append(f"  {r.tokens:,} tokens")
             marks.append(Text("window unknown"))
         else:
-            line.append(f"  {self.tokens:,} / {self.window:,} tokens  ")
-            percent = self.tokens / self.window * 100
-            if self.tokens > self.window:
-                over = f"({percent:.1f}%) over the window by {self.tokens - self.window:,}"
+            line.append(f"  {r.tokens:,} / {r.window:,} tokens  ")
+            percent = r.tokens / r.window * 100
+            if r.tokens > r.window:
+                over = f"({percent:.1f}%) over the window by {r.tokens - r.window:,}"
                 line.append(over, style=Style(bold=True))
             else:
                 line.append(f"{percent:.1f}% of window")
-            marks += [Text(f"warning {self.warning:,}"), Text(f"overflow {self.threshold:,}")]
+            marks += [Text(f"warning {r.warning:,}"), Text(f"overflow {r.threshold:,}")]
             if self._shows_limit():
-                marks.append(Text(f"limit {self.effective_limit:,}"))
-        origin = [Text(self.origin, Style(italic=True))] if self.origin else []
+                marks.append(Text(f"limit {r.effective_limit:,}"))
+        origin = [Text(r.origin, Style(italic=True))] if r.origin else []
         candidates = [("  ·  ", marks), (" · ", marks), (" · ", marks[:2]), (" · ", [])]
         for sep, kept in candidates:
             fitted = line + Text(sep).join([Text(""), *kept, *origin]) if kept or origin else line
@@ -149,13 +153,13 @@ class ZoneGauge(Widget):
         return fitted
 
     def _shows_limit(self) -> bool:
-        limit = self.effective_limit
-        return limit is not None and limit not in (self.warning, self.threshold)
+        limit = self.reading.effective_limit
+        return limit is not None and limit not in (self.reading.warning, self.reading.threshold)
 
     def render(self) -> Text:
         width = max(1, self.content_size.width)
         lines = [self.summary(width)]
-        if self.window > 0:
+        if self.reading.window > 0:
             lines += [self._bar(width), self._scale(width)]
         text = Text("\n", end="").join(lines)
         text.no_wrap = True
@@ -163,21 +167,21 @@ class ZoneGauge(Widget):
         return text
 
     def _column(self, value: int, width: int) -> int | None:
-        if value < 0 or value > self.window:
+        if value < 0 or value > self.reading.window:
             return None
-        return min(width - 1, value * width // self.window)
+        return min(width - 1, value * width // self.reading.window)
 
     def _marks(self, width: int) -> dict[int, tuple[str, RichColor | None, str]]:
         """Tick marks by column: glyph, colour, and the letter that names it on the scale."""
         marks: dict[int, tuple[str, RichColor | None, str]] = {}
         if self._shows_limit():
-            assert self.effective_limit is not None
-            column = self._column(self.effective_limit, width)
+            assert self.reading.effective_limit is not None
+            column = self._column(self.reading.effective_limit, width)
             if column is not None:
                 marks[column] = ("╎", rich_color(self, "foreground"), "l")
         for value, zone, letter in (
-            (self.warning, Zone.WARNING, "w"),
-            (self.threshold, Zone.OVERFLOW, "o"),
+            (self.reading.warning, Zone.WARNING, "w"),
+            (self.reading.threshold, Zone.OVERFLOW, "o"),
         ):
             column = self._column(value, width)
             if column is not None and value > 0:
@@ -185,10 +189,10 @@ class ZoneGauge(Widget):
         return marks
 
     def _bar(self, width: int) -> Text:
-        fill = zone_color(self, self.zone)
-        eighths = min(self.tokens, self.window) * width * 8 // self.window
+        fill = zone_color(self, self.reading.zone)
+        eighths = min(self.reading.tokens, self.reading.window) * width * 8 // self.reading.window
         full, part = divmod(max(0, eighths), 8)
-        over = self.tokens > self.window
+        over = self.reading.tokens > self.reading.window
         fill_style = Style(color=fill)
         empty_style = Style(color=rich_color(self, "foreground"), dim=True)
         on_fill = Style(color=rich_color(self, "background"), bgcolor=fill, bold=True)
@@ -216,7 +220,7 @@ class ZoneGauge(Widget):
             cells[column] = letter
         if cells[0] == " ":
             cells[0] = "0"
-        end = f"{self.window:,}"
+        end = f"{self.reading.window:,}"
         if width > len(end) + 2 and not "".join(cells[width - len(end) - 1 :]).strip():
             cells[width - len(end) :] = end
         return Text("".join(cells), style=Style(dim=True))
