@@ -75,11 +75,7 @@ class InspectorApp(App[None]):
         self._themes = load_themes()
         self._theme_name = resolve_theme_name(theme, self._themes)
 
-    # -- what the sessions hold (read by tests and the palette) -----------------------------
-
-    @property
-    def request(self) -> OpenRequest:
-        return self.sessions.request
+    # -- what the sessions hold, at a glance (the palette and tests read them) --------------
 
     @property
     def states(self) -> list[SessionState]:
@@ -108,7 +104,7 @@ class InspectorApp(App[None]):
         for theme in self._themes.values():
             self.register_theme(theme)
         self.theme = self._theme_name
-        if self.request.follow:
+        if self.sessions.request.follow:
             self.follow_input()
         else:
             self.load_inputs()
@@ -136,7 +132,7 @@ class InspectorApp(App[None]):
         and the others are still read."""
         from ctx_inspect.app.loader import FailedInput, Progress, iter_inputs
 
-        request = self.request
+        request = self.sessions.request
         progress = Progress(
             opened=lambda loaded: self.call_from_thread(self._opened, loaded),
             grow=lambda loaded, items, counts: self.call_from_thread(
@@ -196,7 +192,7 @@ class InspectorApp(App[None]):
         written to (a whole input read again replaces the session)."""
         from ctx_inspect.app.live import follow_input
 
-        request = self.request
+        request = self.sessions.request
         state: SessionState | None = None
         updates = follow_input(
             request.paths[0],
