@@ -4,14 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TypeGuard
 
 import pytest
 
 from ctx_inspect.app.config import build_profile
+from ctx_inspect.app.demo import write_demo_session
 from ctx_inspect.app.loader import (
+    FailedInput,
     LoadedSession,
+    Progress,
     _open_snapshot,
     counter_for,
+    follow_format,
+    iter_inputs,
     load_session,
     merge_events,
     new_session,
@@ -32,7 +38,9 @@ from ctx_inspect.core.model import (
     Usage,
     UsageReported,
 )
-from ctx_inspect.formats.base import LineParser
+from ctx_inspect.core.profiles import Profile
+from ctx_inspect.errors import InputError
+from ctx_inspect.formats.base import Item, LineParser
 from ctx_inspect.formats.native import export_events
 from ctx_inspect.formats.registry import FormatSpec, Head, SnapshotSession, get_format
 
@@ -241,3 +249,51 @@ def test_a_folder_of_no_known_layout_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(InputError) as info:
         detect(tmp_path)
     assert "folder" in info.value.one_line()
+
+
+def test_a_session_shown_while_it_is_read_ends_as_the_one_read_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    write_demo_session(path)
+    calls: list[tuple[str, LoadedSession, int]] = []
+    counted: list[int] = []
+
+    def opened(loaded: LoadedSession) -> None:
+        calls.append(("opened", loaded, len(loaded.session)))
+
+    def grow(loaded: LoadedSession, items: list[Item], counts: list[int] | None) -> None:
+        calls.append(("grow", loaded, len(items)))
+        assert counts is not None  # the exact counts come with the batch
+        assert len(counts) == sum(isinstance(item, MessageAdded) for item in items)
+        counted.extend(counts)
+        loaded.session.append(items, exact_counts=counts)
+
+    def profile_for(spec: FormatSpec) -> Profile:
+        return build_profile(None, default=spec.default_profile)
+
+    def is_read(item: LoadedSession | FailedInput) -> TypeGuard[LoadedSession]:
+        return isinstance(item, LoadedSession)
+
+    progress = Progress(opened, grow, batch_seconds=0.0)
+    shown = [i for i in iter_inputs([path], profile_for, progress=progress) if is_read(i)]
+    read = [i for i in iter_inputs([path], profile_for) if is_read(i)]
+    assert calls[0][0] == "opened" and calls[0][2] == 0  # handed over before a byte is read
+    assert [kind for kind, _, _ in calls[1:]] == ["grow"] * (len(calls) - 1)
+    assert len(calls) >= 3 and sum(size for _, _, size in calls[1:]) == len(read[0].session)
+    assert all(loaded is calls[0][1] for _, loaded, _ in calls)
+    assert len(shown) == len(read) == 1 and shown[0] is calls[0][1]  # given again, once read
+    session, whole = shown[0].session, read[0].session
+    assert session.tokenized and shown[0].profile == read[0].profile  # calibrated alike
+    assert len(counted) == session.message_count == whole.message_count
+    assert [(s.step, s.tokens, s.origin) for s in session.all_steps()] == [
+        (s.step, s.tokens, s.origin) for s in whole.all_steps()
+    ]
+
+
+def test_a_file_to_follow_that_does_not_exist_yet_is_waited_for_when_its_format_is_named(
+    tmp_path: Path,
+) -> None:
+    later = tmp_path / "later.jsonl"
+    assert follow_format(later, "native") == (get_format("native"), None)
+    with pytest.raises(InputError):
+        follow_format(later, None)
+    assert not later.exists()
