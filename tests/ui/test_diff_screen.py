@@ -80,7 +80,8 @@ async def wait_for(pilot: Pilot[None], ready: Callable[[], object], timeout: flo
 async def loaded(pilot: Pilot[None]) -> SessionState:
     app = pilot.app
     assert isinstance(app, InspectorApp)
-    await wait_for(pilot, lambda: app.state is not None)
+    # the whole file read, not only its first batch (a large or slow read shows that first)
+    await wait_for(pilot, lambda: app.state is not None and not app.loading)
     await pilot.pause()
     state = app.state
     assert state is not None
