@@ -114,17 +114,24 @@ class _Registry:
         self.agents: dict[str, Agent] = {}
         self.problems: dict[str, str] = {}
         self.everything = False  # all built-in and plug-in agents were asked for
+        self._plugins: dict[str, Any] | None = None
 
     def plugins(self) -> dict[str, Any]:
+        """The plug-ins' entry points by name, listed once (listing reads every installed
+        distribution's metadata: milliseconds, and profiles are validated by the thousand)."""
+        if self._plugins is not None:
+            return self._plugins
         found: dict[str, Any] = {}
+        points: Iterable[Any]
         try:
             points = entry_points(group=ENTRY_POINT_GROUP)
         except Exception as exc:  # broken metadata of some installed distribution
             self.problems["entry points"] = f"cannot list {ENTRY_POINT_GROUP}: {exc}"
-            return found
+            points = ()
         for point in points:
             if point.name not in BUILTIN:
                 found.setdefault(point.name, point)
+        self._plugins = found
         return found
 
     def load(self, name: str, where: str, load: Callable[[], object]) -> Agent | None:
